@@ -1,0 +1,3 @@
+//! deepdebug: automatic repair of Python programs (library root).
+
+pub mod python;

@@ -1,0 +1,113 @@
+//! Function definitions (with their enclosing class) found in a parsed module.
+
+use super::Parsed;
+use std::ops::Range;
+use tree_sitter::Node;
+
+/// A `def` (or `async def`) in a module, possibly nested in classes or functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionDef {
+    /// Bare name, e.g. `area`.
+    pub name: String,
+    /// Dotted path through enclosing classes and functions, e.g. `Shape.area`.
+    pub qualname: String,
+    /// Innermost enclosing class, if any.
+    pub class: Option<String>,
+    /// Byte range of the definition, decorators included.
+    pub byte_range: Range<usize>,
+    /// 1-based inclusive line range of the definition, decorators included.
+    pub start_line: usize,
+    pub end_line: usize,
+}
+
+impl FunctionDef {
+    /// True when 1-based `line` lies inside this definition.
+    #[must_use]
+    pub fn contains_line(&self, line: usize) -> bool {
+        (self.start_line..=self.end_line).contains(&line)
+    }
+}
+
+/// Every function definition in document order (outer before inner).
+#[must_use]
+pub fn functions(parsed: &Parsed) -> Vec<FunctionDef> {
+    let mut out = Vec::new();
+    walk(parsed, parsed.root(), &mut Vec::new(), None, &mut out);
+    out
+}
+
+fn walk(
+    parsed: &Parsed,
+    node: Node<'_>,
+    scope: &mut Vec<String>,
+    class: Option<&str>,
+    out: &mut Vec<FunctionDef>,
+) {
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        let (def, outer) = if child.kind() == "decorated_definition" {
+            match child.child_by_field_name("definition") {
+                Some(def) => (def, child),
+                None => continue,
+            }
+        } else {
+            (child, child)
+        };
+        match def.kind() {
+            "function_definition" => {
+                let Some(name_node) = def.child_by_field_name("name") else { continue };
+                let name = parsed.node_text(name_node).to_string();
+                scope.push(name.clone());
+                out.push(FunctionDef {
+                    name,
+                    qualname: scope.join("."),
+                    class: class.map(str::to_string),
+                    byte_range: outer.byte_range(),
+                    start_line: outer.start_position().row + 1,
+                    end_line: outer.end_position().row + 1,
+                });
+                if let Some(body) = def.child_by_field_name("body") {
+                    walk(parsed, body, scope, None, out);
+                }
+                scope.pop();
+            }
+            "class_definition" => {
+                let Some(name_node) = def.child_by_field_name("name") else { continue };
+                let name = parsed.node_text(name_node).to_string();
+                scope.push(name.clone());
+                if let Some(body) = def.child_by_field_name("body") {
+                    walk(parsed, body, scope, Some(&name), out);
+                }
+                scope.pop();
+            }
+            _ => {
+                // Definitions inside if/try/with blocks at module level still count.
+                if matches!(
+                    def.kind(),
+                    "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
+                        | "elif_clause" | "except_clause" | "finally_clause"
+                ) {
+                    walk(parsed, def, scope, class, out);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_carry_their_class_and_qualified_name() {
+        let src = "import os\n\nclass Shape:\n    @property\n    def area(self):\n        return 1\n\ndef top(x):\n    def inner():\n        return x\n    return inner\n";
+        let parsed = Parsed::new(src);
+        let fns = functions(&parsed);
+        let names: Vec<_> = fns.iter().map(|f| f.qualname.as_str()).collect();
+        assert_eq!(names, ["Shape.area", "top", "top.inner"]);
+        assert_eq!(fns[0].class.as_deref(), Some("Shape"));
+        assert_eq!((fns[0].start_line, fns[0].end_line), (4, 6));
+        assert!(fns[1].contains_line(10));
+        assert_eq!(fns[2].class, None);
+    }
+}
