@@ -1,3 +1,11 @@
 //! deepdebug: automatic repair of Python programs (library root).
 
 pub mod python;
+pub mod process;
+pub mod pytest;
+pub mod patch;
+pub mod project;
+pub mod localize;
+pub mod repair;
+pub mod exit_code;
+pub mod report;

@@ -1,19 +1,39 @@
 //! Command-line entry point: parses arguments and dispatches to subcommands.
 
+mod cli;
+
 use clap::{Parser, Subcommand};
-use std::process::ExitCode;
+use deepdebug::exit_code::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "deepdebug", version, about = "Automatic repair of Python programs")]
+#[command(name = "deepdebug", version, about = "Automatic repair of Python programs", args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Find a patch that makes the failing pytest tests pass, and print it as a diff.
+    Fix(cli::fix::FixArgs),
+}
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {}
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { ExitCode::Usage.into() } else { ExitCode::Success.into() };
+        }
+    };
+    let result = match cli.command {
+        Command::Fix(args) => cli::fix::run(&args),
+    };
+    match result {
+        Ok(code) => code.into(),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::Software.into()
+        }
+    }
 }

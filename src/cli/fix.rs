@@ -1,0 +1,172 @@
+//! `deepdebug fix`: arguments, progress bar, diff/JSON output and `--apply`.
+
+use super::parse_duration;
+use anyhow::{bail, Context};
+use deepdebug::exit_code::ExitCode;
+use deepdebug::pytest::PytestError;
+use deepdebug::repair::candidate::GenerateLimits;
+use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
+use deepdebug::report::FixReport;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct FixArgs {
+    /// The Python project to repair.
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// Wall-clock budget for the whole run (e.g. 60s, 2m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// pytest selectors (paths or node ids) to run instead of the whole suite; repeatable.
+    #[arg(long = "tests", value_name = "SELECTOR")]
+    tests: Vec<String>,
+    /// Python interpreter with pytest (default: the project's .venv, else python3).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Write the patch into the repository.
+    #[arg(long)]
+    apply: bool,
+    /// Print a JSON report on stdout instead of the diff.
+    #[arg(long)]
+    json: bool,
+    /// Also write report.json and fix.diff into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Parallel validation workers (default: number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Per-test time limit during the baseline run.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    test_timeout: Duration,
+    /// How many of the most suspicious lines receive candidate edits.
+    #[arg(long, default_value_t = 40)]
+    max_lines: usize,
+}
+
+pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
+    let options = FixOptions {
+        repo: args.repo.clone(),
+        timeout: args.timeout,
+        selectors: args.tests.clone(),
+        python: args.python.clone(),
+        jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        baseline_test_timeout: args.test_timeout,
+        limits: GenerateLimits { max_lines: args.max_lines, ..GenerateLimits::default() },
+    };
+    let bar = if args.json || !std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new_spinner()
+    };
+    let on_event = |event: FixEvent| match event {
+        FixEvent::BaselineStarted => {
+            bar.set_message("running the test suite (baseline, with coverage)");
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
+        FixEvent::CandidatesReady { count } => {
+            bar.set_length(count as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} validating [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            bar.set_message("");
+        }
+        FixEvent::Validated { outcome_name, .. } => {
+            bar.inc(1);
+            if outcome_name == "plausible" {
+                bar.set_message("found a plausible patch");
+            }
+        }
+    };
+    let result = fix(&options, &on_event);
+    bar.finish_and_clear();
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            let code = match &err {
+                FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. }) => {
+                    ExitCode::Environment
+                }
+                FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
+                    ExitCode::BaselineBroken
+                }
+                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_)) => ExitCode::Usage,
+                _ => ExitCode::Software,
+            };
+            eprintln!("error: {err}");
+            return Ok(code);
+        }
+    };
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let report = FixReport::new(&outcome, &args.repo.display().to_string());
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+        std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(&report)?)
+            .context("failed to write report.json")?;
+        if let Some(diff) = &outcome.diff {
+            std::fs::write(dir.join("fix.diff"), diff).context("failed to write fix.diff")?;
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    let tried = outcome.validated.len();
+    match outcome.status {
+        FixStatus::NothingToFix => {
+            eprintln!("all {} tests pass: nothing to fix", outcome.baseline.tests.len());
+            Ok(ExitCode::NothingToFix)
+        }
+        FixStatus::NotFixed => {
+            eprintln!(
+                "no plausible patch: {tried} of {} candidates validated in {:.1}s ({} failing tests)",
+                outcome.candidates.len(),
+                outcome.elapsed.as_secs_f64(),
+                outcome.failing.len()
+            );
+            Ok(ExitCode::NotFixed)
+        }
+        FixStatus::Fixed => {
+            let best = outcome.best_candidate().expect("fixed implies a best candidate");
+            let diff = outcome.diff.as_deref().unwrap_or_default();
+            if !args.json {
+                print!("{diff}");
+            }
+            eprintln!(
+                "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s",
+                best.patch.file,
+                best.line,
+                best.source.name(),
+                best.description,
+                outcome.elapsed.as_secs_f64()
+            );
+            if args.apply {
+                apply(&args.repo, &best.patch.file, &outcome, &best.patched_text)?;
+                eprintln!("applied to {}", args.repo.join(&best.patch.file).display());
+            }
+            Ok(ExitCode::Success)
+        }
+    }
+}
+
+/// Write the patched file, refusing if the file changed since it was read.
+fn apply(
+    repo: &std::path::Path,
+    rel: &str,
+    outcome: &deepdebug::repair::fix::FixOutcome,
+    patched: &str,
+) -> anyhow::Result<()> {
+    let path = repo.join(rel);
+    let current = std::fs::read_to_string(&path).with_context(|| format!("failed to read {}", path.display()))?;
+    let diff_now = deepdebug::patch::unified_diff(rel, &current, patched);
+    if outcome.diff.as_deref() != Some(diff_now.as_str()) {
+        bail!("{} changed while deepdebug was running; not applying (the diff is above)", path.display());
+    }
+    std::fs::write(&path, patched).with_context(|| format!("failed to write {}", path.display()))?;
+    Ok(())
+}

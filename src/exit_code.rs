@@ -1,0 +1,27 @@
+//! Documented process exit codes of the `deepdebug` binary.
+
+/// Exit codes, ranked so that scripts can branch on them (also listed in the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ExitCode {
+    /// A plausible patch was found (or the command succeeded).
+    Success = 0,
+    /// Internal or infrastructure error.
+    Software = 1,
+    /// Bad command line.
+    Usage = 2,
+    /// Candidates were validated but none made every test pass.
+    NotFixed = 3,
+    /// Every test already passes: nothing to repair.
+    NothingToFix = 4,
+    /// Python or pytest is missing.
+    Environment = 5,
+    /// The test suite cannot run: collection errors (syntax or import errors), no tests, baseline timeout.
+    BaselineBroken = 6,
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(code: ExitCode) -> Self {
+        std::process::ExitCode::from(code as u8)
+    }
+}

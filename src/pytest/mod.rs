@@ -1,0 +1,267 @@
+//! Run pytest with the embedded deepdebug plugin and read its JSON-lines report.
+
+use crate::process::{self, Exit, Limits};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The pytest plugin, shipped inside the binary and written to a temp dir at run time.
+pub const PLUGIN_SOURCE: &str = include_str!("plugin.py");
+const PLUGIN_MODULE: &str = "deepdebug_plugin";
+
+/// Errors that stop a pytest run from producing a report at all.
+#[derive(Debug, thiserror::Error)]
+pub enum PytestError {
+    #[error("python interpreter `{0}` was not found or cannot run")]
+    PythonMissing(String),
+    #[error("pytest is not installed for `{python}` (install it with `{python} -m pip install pytest`)")]
+    PytestMissing { python: String },
+    #[error("failed to {action}: {source}")]
+    Io {
+        action: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> PytestError {
+    let action = action.into();
+    move |source| PytestError::Io { action, source }
+}
+
+/// Outcome of one test, merged over its setup, call and teardown phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    /// Failed in setup or teardown (fixture error).
+    Error,
+    Skipped,
+    /// Interrupted by the per-test timeout.
+    Timeout,
+}
+
+impl TestOutcome {
+    /// Passed or skipped: nothing to repair here.
+    #[must_use]
+    pub fn is_ok(self) -> bool {
+        matches!(self, TestOutcome::Passed | TestOutcome::Skipped)
+    }
+}
+
+/// One traceback frame, with locals for frames in the project.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Frame {
+    pub file: String,
+    pub line: usize,
+    pub function: String,
+    pub in_project: bool,
+    #[serde(default)]
+    pub locals: BTreeMap<String, String>,
+}
+
+/// Why a test failed.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Failure {
+    pub when: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    pub frames: Vec<Frame>,
+}
+
+/// The report for one test.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TestResult {
+    pub nodeid: String,
+    pub outcome: TestOutcome,
+    pub duration: f64,
+    pub failure: Option<Failure>,
+    /// Lines executed, by path relative to the project root (present with coverage on).
+    #[serde(default)]
+    pub coverage: BTreeMap<String, Vec<usize>>,
+}
+
+/// A file or module pytest could not collect (often a syntax or import error).
+#[derive(Debug, Clone, Deserialize)]
+pub struct CollectError {
+    pub nodeid: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+enum Record {
+    Test(TestResult),
+    CollectError(CollectError),
+    SessionFinish { exitstatus: i32 },
+}
+
+/// Everything one pytest session reported.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub tests: Vec<TestResult>,
+    pub collect_errors: Vec<CollectError>,
+    /// pytest's own exit status, when the session finished normally.
+    pub exit_status: Option<i32>,
+    /// How the process ended (timeouts are enforced on the whole process group).
+    pub exit: Exit,
+    pub elapsed: Duration,
+    /// The tail of pytest's console output, for error messages.
+    pub output_tail: String,
+}
+
+impl Session {
+    /// Tests that did not pass (failed, errored or timed out).
+    pub fn failing(&self) -> impl Iterator<Item = &TestResult> {
+        self.tests.iter().filter(|t| !t.outcome.is_ok())
+    }
+
+    #[must_use]
+    pub fn test(&self, nodeid: &str) -> Option<&TestResult> {
+        self.tests.iter().find(|t| t.nodeid == nodeid)
+    }
+}
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct RunSpec<'a> {
+    /// Project directory (pytest's working directory and coverage root).
+    pub root: &'a Path,
+    /// Node ids or paths to pass to pytest; empty runs the whole suite.
+    pub selectors: &'a [String],
+    pub coverage: bool,
+    /// Per-test limit enforced inside pytest.
+    pub per_test_timeout: Option<Duration>,
+    /// Limit for the whole process group.
+    pub session_timeout: Duration,
+    /// Stop at the first failure (`-x`).
+    pub exit_first: bool,
+}
+
+/// A Python interpreter with pytest and the deepdebug plugin available.
+pub struct Pytest {
+    python: PathBuf,
+    plugin_dir: tempfile::TempDir,
+    limits: Limits,
+}
+
+impl Pytest {
+    /// Check that `python` runs and can import pytest, and install the plugin in a temp dir.
+    ///
+    /// # Errors
+    /// [`PytestError::PythonMissing`] or [`PytestError::PytestMissing`] when the environment is unusable.
+    pub fn new(python: &Path) -> Result<Pytest, PytestError> {
+        let plugin_dir = tempfile::Builder::new()
+            .prefix("deepdebug-plugin-")
+            .tempdir()
+            .map_err(io_err("create the plugin directory"))?;
+        std::fs::write(plugin_dir.path().join(format!("{PLUGIN_MODULE}.py")), PLUGIN_SOURCE)
+            .map_err(io_err("write the pytest plugin"))?;
+        let display = python.display().to_string();
+        let mut probe = Command::new(python);
+        probe.args(["-c", "import pytest"]);
+        let out = process::run(&mut probe, Duration::from_secs(60), Limits::default(), plugin_dir.path())
+            .map_err(|_| PytestError::PythonMissing(display.clone()))?;
+        match out.exit {
+            Exit::Success => {}
+            Exit::Failure(_) if out.stderr.contains("No module named") => {
+                return Err(PytestError::PytestMissing { python: display })
+            }
+            _ => return Err(PytestError::PythonMissing(display)),
+        }
+        Ok(Pytest {
+            python: python.to_path_buf(),
+            plugin_dir,
+            limits: Limits::default(),
+        })
+    }
+
+    #[must_use]
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// Run one pytest session. A session that crashes, hangs or collects nothing still returns
+    /// what was reported before it stopped.
+    ///
+    /// # Errors
+    /// Only when the process cannot be started or the report file cannot be created.
+    pub fn run(&self, spec: &RunSpec<'_>) -> Result<Session, PytestError> {
+        let report = tempfile::Builder::new()
+            .prefix("report-")
+            .suffix(".jsonl")
+            .tempfile_in(self.plugin_dir.path())
+            .map_err(io_err("create the report file"))?;
+        let mut cmd = Command::new(&self.python);
+        cmd.current_dir(spec.root)
+            .args(["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q"])
+            .args(["--tb=no", "--no-header", "-rN", "-W", "ignore::DeprecationWarning"]);
+        if spec.exit_first {
+            cmd.arg("-x");
+        }
+        cmd.args(spec.selectors);
+        let mut pythonpath = self.plugin_dir.path().as_os_str().to_owned();
+        if let Some(existing) = std::env::var_os("PYTHONPATH") {
+            pythonpath.push(":");
+            pythonpath.push(existing);
+        }
+        cmd.env("PYTHONPATH", pythonpath)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("PYTHONHASHSEED", "0")
+            .env("DEEPDEBUG_REPORT", report.path())
+            .env("DEEPDEBUG_ROOT", spec.root)
+            .env("DEEPDEBUG_COVERAGE", if spec.coverage { "1" } else { "0" })
+            .env(
+                "DEEPDEBUG_TEST_TIMEOUT",
+                spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string(),
+            );
+        let out = process::run(&mut cmd, spec.session_timeout, self.limits, self.plugin_dir.path())
+            .map_err(io_err("start pytest"))?;
+        let text = process::read_lossy(report.path());
+        let mut session = Session {
+            tests: Vec::new(),
+            collect_errors: Vec::new(),
+            exit_status: None,
+            exit: out.exit,
+            elapsed: out.elapsed,
+            output_tail: tail(&format!("{}{}", out.stdout, out.stderr), 3000),
+        };
+        for line in text.lines() {
+            // A line cut short by a kill is simply dropped.
+            match serde_json::from_str::<Record>(line) {
+                Ok(Record::Test(t)) => session.tests.push(t),
+                Ok(Record::CollectError(e)) => session.collect_errors.push(e),
+                Ok(Record::SessionFinish { exitstatus }) => session.exit_status = Some(exitstatus),
+                Err(_) => {}
+            }
+        }
+        Ok(session)
+    }
+}
+
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+/// The Python interpreter to use for `root`: its virtualenv when it has one, else `python3`.
+#[must_use]
+pub fn default_python(root: &Path) -> PathBuf {
+    for venv in [".venv", "venv", "env"] {
+        let candidate = root.join(venv).join("bin").join("python");
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    PathBuf::from("python3")
+}

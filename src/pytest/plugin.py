@@ -1,0 +1,191 @@
+"""deepdebug pytest plugin: per-test outcomes, tracebacks with locals and line coverage as JSON lines.
+
+Loaded with `-p deepdebug_plugin`; configured through environment variables:
+  DEEPDEBUG_REPORT         path of the JSON-lines report (required)
+  DEEPDEBUG_ROOT           project root: only files below it are covered and reported
+  DEEPDEBUG_COVERAGE       "1" to record per-test line coverage
+  DEEPDEBUG_TEST_TIMEOUT   per-test wall-clock limit in seconds (0 = none)
+"""
+import json
+import os
+import reprlib
+import signal
+import sys
+import threading
+
+_REPORT = os.environ.get("DEEPDEBUG_REPORT")
+_ROOT = os.path.realpath(os.environ.get("DEEPDEBUG_ROOT") or os.getcwd()) + os.sep
+_COVERAGE = os.environ.get("DEEPDEBUG_COVERAGE") == "1"
+_TIMEOUT = float(os.environ.get("DEEPDEBUG_TEST_TIMEOUT") or 0)
+_HERE = os.path.realpath(__file__)
+
+_repr = reprlib.Repr()
+_repr.maxstring = 120
+_repr.maxother = 120
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 12
+_repr.maxlevel = 3
+
+_out = open(_REPORT, "a", encoding="utf-8") if _REPORT else None
+_tests = {}
+_in_root = {}
+_lines = set()
+
+
+class DeepdebugTimeout(BaseException):
+    """Raised inside a test that ran past DEEPDEBUG_TEST_TIMEOUT."""
+
+
+def _emit(record):
+    if _out is not None:
+        _out.write(json.dumps(record) + "\n")
+        _out.flush()
+
+
+def _safe_repr(value):
+    try:
+        return _repr.repr(value)
+    except BaseException as exc:  # a broken __repr__ must not break the report
+        return "<unrepresentable %s: %s>" % (type(value).__name__, type(exc).__name__)
+
+
+def _below_root(filename):
+    known = _in_root.get(filename)
+    if known is None:
+        path = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+        known = (
+            path.startswith(_ROOT)
+            and path != _HERE
+            and os.sep + "site-packages" + os.sep not in path
+            and os.sep + ".venv" + os.sep not in path
+        )
+        _in_root[filename] = known
+    return known
+
+
+def _local_tracer(frame, event, arg):
+    if event == "line":
+        _lines.add((frame.f_code.co_filename, frame.f_lineno))
+    return _local_tracer
+
+
+def _global_tracer(frame, event, arg):
+    if event == "call" and _below_root(frame.f_code.co_filename):
+        _lines.add((frame.f_code.co_filename, frame.f_lineno))
+        return _local_tracer
+    return None
+
+
+def _relpath(filename):
+    path = os.path.realpath(filename)
+    if path.startswith(_ROOT):
+        return path[len(_ROOT):]
+    return filename
+
+
+def _frames(tb):
+    frames = []
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if not frames and not _below_root(code.co_filename) or code.co_filename == __file__:
+            tb = tb.tb_next  # pytest's own frames before the test, and this plugin's
+            continue
+        entry = {
+            "file": _relpath(code.co_filename),
+            "line": tb.tb_lineno,
+            "function": code.co_name,
+            "in_project": _below_root(code.co_filename),
+        }
+        if entry["in_project"]:
+            entry["locals"] = {
+                name: _safe_repr(value)
+                for name, value in list(frame.f_locals.items())[:40]
+                if not name.startswith("@")
+            }
+        frames.append(entry)
+        tb = tb.tb_next
+    return frames[-30:]
+
+
+def _on_alarm(signum, frame):
+    raise DeepdebugTimeout("test exceeded %.1fs" % _TIMEOUT)
+
+
+def _record(nodeid):
+    rec = _tests.get(nodeid)
+    if rec is None:
+        rec = _tests[nodeid] = {
+            "kind": "test",
+            "nodeid": nodeid,
+            "outcome": "passed",
+            "duration": 0.0,
+            "failure": None,
+        }
+    return rec
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _emit({"kind": "collect-error", "nodeid": report.nodeid, "message": str(report.longreprtext)[-4000:]})
+
+
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    rec = _record(item.nodeid)
+    use_alarm = _TIMEOUT > 0 and threading.current_thread() is threading.main_thread()
+    previous = None
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, _TIMEOUT)
+    if _COVERAGE:
+        _lines.clear()
+        threading.settrace(_global_tracer)
+        sys.settrace(_global_tracer)
+    try:
+        yield
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous or signal.SIG_DFL)
+        if _COVERAGE:
+            sys.settrace(None)
+            threading.settrace(None)
+            cover = {}
+            for filename, line in _lines:
+                cover.setdefault(_relpath(filename), []).append(line)
+            rec["coverage"] = {name: sorted(lines) for name, lines in cover.items()}
+            _lines.clear()
+        _emit(rec)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    rec = _record(item.nodeid)
+    rec["duration"] += float(getattr(report, "duration", 0.0) or 0.0)
+    excinfo = call.excinfo
+    if report.skipped and rec["outcome"] == "passed":
+        rec["outcome"] = "skipped"
+    elif report.failed:
+        timed_out = excinfo is not None and excinfo.errisinstance(DeepdebugTimeout)
+        if timed_out:
+            rec["outcome"] = "timeout"
+        elif rec["outcome"] not in ("failed", "error", "timeout"):
+            rec["outcome"] = "failed" if call.when == "call" else "error"
+        if rec["failure"] is None:
+            failure = {"when": call.when, "type": "", "message": "", "frames": []}
+            if excinfo is not None:
+                failure["type"] = excinfo.typename
+                failure["message"] = _safe_repr(excinfo.value) if timed_out else str(excinfo.value)[:2000]
+                failure["frames"] = _frames(excinfo.tb)
+            else:
+                failure["message"] = str(report.longreprtext)[-2000:]
+            rec["failure"] = failure
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _emit({"kind": "session-finish", "exitstatus": int(exitstatus)})

@@ -1,0 +1,153 @@
+//! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
+
+use super::operators::{mutations_at_line, Operator};
+use crate::localize::Localization;
+use crate::patch::Patch;
+use crate::project::Project;
+use crate::python::Parsed;
+use std::collections::HashSet;
+
+/// Where a candidate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A repair operator.
+    Operator(Operator),
+}
+
+impl Source {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Operator(op) => op.name(),
+        }
+    }
+}
+
+/// A patch to validate, with its provenance and rank.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Position in the ranked list, from 0.
+    pub id: usize,
+    pub patch: Patch,
+    /// The whole patched file text (already checked to parse).
+    pub patched_text: String,
+    pub source: Source,
+    /// 1-based line the edit starts on.
+    pub line: usize,
+    pub description: String,
+    /// Localization score × operator prior.
+    pub score: f64,
+    /// Bytes removed plus bytes inserted: smaller edits are preferred among equals.
+    pub edit_size: usize,
+}
+
+/// Limits on candidate generation.
+#[derive(Debug, Clone, Copy)]
+pub struct GenerateLimits {
+    /// How many of the most suspicious lines to mutate.
+    pub max_lines: usize,
+    /// Upper bound on the candidates returned.
+    pub max_candidates: usize,
+}
+
+impl Default for GenerateLimits {
+    fn default() -> Self {
+        GenerateLimits { max_lines: 40, max_candidates: 5000 }
+    }
+}
+
+/// Counts from candidate generation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GenerateStats {
+    pub proposed: usize,
+    pub unparseable: usize,
+    pub duplicates: usize,
+}
+
+/// Generate, re-parse, deduplicate and rank candidates at the most suspicious lines.
+#[must_use]
+pub fn generate(
+    project: &Project,
+    localization: &Localization,
+    limits: GenerateLimits,
+) -> (Vec<Candidate>, GenerateStats) {
+    let mut stats = GenerateStats::default();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut out = Vec::new();
+    for susp in localization.lines.iter().take(limits.max_lines) {
+        let Some(file) = project.file(&susp.file) else { continue };
+        let original = file.parsed.text();
+        for mutation in mutations_at_line(&file.parsed, susp.line) {
+            stats.proposed += 1;
+            let edit_size = mutation.edit.range.len() + mutation.edit.content.len();
+            let patch = Patch::single(file.rel.clone(), mutation.edit);
+            let patched_text = patch.apply(original);
+            if !Parsed::new(patched_text.as_str()).is_valid() {
+                stats.unparseable += 1;
+                continue;
+            }
+            if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
+                stats.duplicates += 1;
+                continue;
+            }
+            out.push(Candidate {
+                id: 0,
+                patch,
+                patched_text,
+                source: Source::Operator(mutation.operator),
+                line: susp.line,
+                description: mutation.description,
+                score: susp.score * mutation.operator.prior(),
+                edit_size,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.edit_size.cmp(&b.edit_size))
+            .then_with(|| a.patch.file.cmp(&b.patch.file))
+            .then_with(|| a.line.cmp(&b.line))
+    });
+    out.truncate(limits.max_candidates);
+    for (id, c) in out.iter_mut().enumerate() {
+        c.id = id;
+    }
+    (out, stats)
+}
+
+/// Code with whitespace runs collapsed, so formatting-only differences dedupe.
+fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        out.push_str(&line[..indent]);
+        let mut prev_space = false;
+        for ch in line.trim().chars() {
+            if ch == ' ' || ch == '\t' {
+                prev_space = true;
+                continue;
+            }
+            if prev_space && (ch.is_alphanumeric() || ch == '_') && out.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                out.push(' ');
+            }
+            prev_space = false;
+            out.push(ch);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    #[test]
+    fn normalization_ignores_spacing_but_not_tokens() {
+        assert_eq!(normalize("x = a+1\n"), normalize("x = a + 1\n"));
+        assert_ne!(normalize("x = a+1\n"), normalize("x = a-1\n"));
+        assert_ne!(normalize("return not x\n"), normalize("return notx\n"));
+        assert_ne!(normalize("if x:\n    y\n"), normalize("if x:\ny\n"));
+    }
+}

@@ -1,0 +1,218 @@
+//! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
+
+use super::candidate::{self, Candidate, GenerateLimits, GenerateStats};
+use super::lab::{self, CandidateOutcome, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use crate::localize::{localize, Localization};
+use crate::patch::unified_diff;
+use crate::project::{Project, ProjectError};
+use crate::pytest::{default_python, CollectError, Pytest, PytestError, RunSpec, Session};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Options of `deepdebug fix`.
+#[derive(Debug, Clone)]
+pub struct FixOptions {
+    pub repo: PathBuf,
+    /// Wall-clock budget for the whole run, baseline included.
+    pub timeout: Duration,
+    /// pytest selectors (paths, node ids); empty = whole suite.
+    pub selectors: Vec<String>,
+    /// Interpreter; default: the project's virtualenv, else `python3`.
+    pub python: Option<PathBuf>,
+    pub jobs: usize,
+    /// Per-test limit during the baseline run.
+    pub baseline_test_timeout: Duration,
+    pub limits: GenerateLimits,
+}
+
+/// Why `fix` could not search for a patch at all.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Pytest(#[from] PytestError),
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("pytest could not collect the tests:\n{}", format_collect_errors(.0))]
+    CollectionErrors(Vec<CollectError>),
+    #[error("pytest collected no tests{}", tail_hint(.0))]
+    NoTests(String),
+    #[error("the baseline test run did not finish within {0:?}")]
+    BaselineTimeout(Duration),
+}
+
+fn format_collect_errors(errors: &[CollectError]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            let last = e.message.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            format!("  {}: {last}", if e.nodeid.is_empty() { "<session>" } else { &e.nodeid })
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tail_hint(tail: &String) -> String {
+    let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if last.is_empty() { String::new() } else { format!(" ({last})") }
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixStatus {
+    /// A plausible patch was found.
+    Fixed,
+    /// Candidates were tried, none passed every test.
+    NotFixed,
+    /// Every test already passes.
+    NothingToFix,
+}
+
+/// Everything a `fix` run learned.
+pub struct FixOutcome {
+    pub status: FixStatus,
+    pub python: PathBuf,
+    pub baseline: Session,
+    pub failing: Vec<String>,
+    pub localization: Localization,
+    pub candidates: Vec<Candidate>,
+    pub generate_stats: GenerateStats,
+    pub validated: Vec<Validated>,
+    /// Index into `candidates` of the chosen patch.
+    pub best: Option<usize>,
+    /// `git apply`-able diff of the chosen patch.
+    pub diff: Option<String>,
+    pub warnings: Vec<String>,
+    pub elapsed: Duration,
+    pub baseline_elapsed: Duration,
+}
+
+impl FixOutcome {
+    #[must_use]
+    pub fn best_candidate(&self) -> Option<&Candidate> {
+        self.best.map(|i| &self.candidates[i])
+    }
+}
+
+/// Progress of a run, for the CLI's progress bar.
+#[derive(Debug, Clone)]
+pub enum FixEvent {
+    BaselineStarted,
+    CandidatesReady { count: usize },
+    Validated { candidate_id: usize, outcome_name: &'static str },
+}
+
+/// Run `fix`. The user's repository is only read; all test runs happen in scratch copies.
+///
+/// # Errors
+/// When the project, Python or pytest are unusable, or the baseline cannot run the tests.
+pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<FixOutcome, FixError> {
+    let start = Instant::now();
+    let deadline = start + options.timeout;
+    let project = Project::load(&options.repo)?;
+    let warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
+    let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
+    let pytest = Pytest::new(&python)?;
+
+    on_event(FixEvent::BaselineStarted);
+    // The baseline runs in a scratch copy too: tests may write files.
+    let scratch = tempfile::Builder::new()
+        .prefix("deepdebug-baseline-")
+        .tempdir()
+        .map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
+    crate::project::copy_tree(project.root(), scratch.path()).map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
+    let baseline = pytest.run(&RunSpec {
+        root: scratch.path(),
+        selectors: &options.selectors,
+        coverage: true,
+        per_test_timeout: Some(options.baseline_test_timeout),
+        session_timeout: options.timeout,
+        exit_first: false,
+    })?;
+    let baseline_elapsed = start.elapsed();
+    if baseline.exit.is_timeout() {
+        return Err(FixError::BaselineTimeout(options.timeout));
+    }
+    if !baseline.collect_errors.is_empty() {
+        return Err(FixError::CollectionErrors(baseline.collect_errors.clone()));
+    }
+    if baseline.tests.is_empty() {
+        return Err(FixError::NoTests(baseline.output_tail.clone()));
+    }
+    let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
+    let mut outcome = FixOutcome {
+        status: FixStatus::NothingToFix,
+        python,
+        failing: failing.clone(),
+        localization: Localization::default(),
+        candidates: Vec::new(),
+        generate_stats: GenerateStats::default(),
+        validated: Vec::new(),
+        best: None,
+        diff: None,
+        warnings,
+        elapsed: Duration::ZERO,
+        baseline_elapsed,
+        baseline,
+    };
+    if failing.is_empty() {
+        outcome.elapsed = start.elapsed();
+        return Ok(outcome);
+    }
+    outcome.localization = localize(&project, &outcome.baseline);
+    let (candidates, stats) = candidate::generate(&project, &outcome.localization, options.limits);
+    outcome.candidates = candidates;
+    outcome.generate_stats = stats;
+    on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() });
+
+    let passing: BTreeSet<String> = outcome
+        .baseline
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_ok())
+        .map(|t| t.nodeid.clone())
+        .collect();
+    let config = LabConfig {
+        root: project.root(),
+        selectors: &options.selectors,
+        failing,
+        passing,
+        total_tests: outcome.baseline.tests.len(),
+        timeouts: Timeouts::from_baseline(&outcome.baseline),
+        deadline,
+        jobs: options.jobs,
+        stop_after_plausible: 1,
+    };
+    let forward = |event: LabEvent| match event {
+        LabEvent::Validated { candidate_id, outcome_name } => {
+            on_event(FixEvent::Validated { candidate_id, outcome_name });
+        }
+    };
+    outcome.validated = lab::run(&pytest, &config, &outcome.candidates, &forward)?;
+    outcome.best = choose_best(&outcome.candidates, &outcome.validated);
+    outcome.status = if outcome.best.is_some() { FixStatus::Fixed } else { FixStatus::NotFixed };
+    if let Some(best) = outcome.best_candidate() {
+        let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
+        outcome.diff = Some(unified_diff(&best.patch.file, original, &best.patched_text));
+    }
+    outcome.elapsed = start.elapsed();
+    Ok(outcome)
+}
+
+/// Among plausible candidates: highest score (localization × operator prior), then the
+/// smallest edit, then the earliest generated.
+fn choose_best(candidates: &[Candidate], validated: &[Validated]) -> Option<usize> {
+    validated
+        .iter()
+        .filter(|v| v.outcome == CandidateOutcome::Plausible)
+        .map(|v| &candidates[v.candidate_id])
+        .min_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.edit_size.cmp(&b.edit_size))
+                .then_with(|| a.id.cmp(&b.id))
+        })
+        .map(|c| c.id)
+}

@@ -1,0 +1,265 @@
+//! The main loop of `fix`: validate ranked candidates in scratch copies, in parallel, within a deadline.
+
+use super::candidate::Candidate;
+use crate::project::copy_tree;
+use crate::pytest::{Pytest, PytestError, RunSpec, Session};
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The result of validating one candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CandidateOutcome {
+    /// Every originally failing test passes and nothing that passed breaks.
+    Plausible,
+    /// Some originally failing test still fails.
+    StillFailing { failing: Vec<String> },
+    /// The failing tests pass but a previously passing test now fails.
+    Regression { broken: Vec<String> },
+    /// A test or the whole session ran out of time (often an infinite loop).
+    Timeout,
+    /// pytest could not even collect the tests (e.g. an import error).
+    Unviable { reason: String },
+}
+
+impl CandidateOutcome {
+    #[must_use]
+    pub fn is_plausible(&self) -> bool {
+        matches!(self, CandidateOutcome::Plausible)
+    }
+
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            CandidateOutcome::Plausible => "plausible",
+            CandidateOutcome::StillFailing { .. } => "still-failing",
+            CandidateOutcome::Regression { .. } => "regression",
+            CandidateOutcome::Timeout => "timeout",
+            CandidateOutcome::Unviable { .. } => "unviable",
+        }
+    }
+}
+
+/// One validated candidate.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub candidate_id: usize,
+    pub outcome: CandidateOutcome,
+    pub elapsed: Duration,
+}
+
+/// Timeouts derived from the baseline run.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub per_test: Duration,
+    /// Fixed cost of one pytest session (interpreter start-up, collection).
+    pub startup: Duration,
+}
+
+impl Timeouts {
+    /// Per-test limit: 3× the slowest test that finished in the baseline plus a second; start-up:
+    /// the baseline's wall time not spent inside tests.
+    #[must_use]
+    pub fn from_baseline(baseline: &Session) -> Timeouts {
+        let slowest = baseline
+            .tests
+            .iter()
+            .filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout)
+            .map(|t| t.duration)
+            .fold(0.0, f64::max);
+        let in_tests: f64 = baseline.tests.iter().map(|t| t.duration).sum();
+        let startup = (baseline.elapsed.as_secs_f64() - in_tests).max(0.3);
+        Timeouts {
+            per_test: Duration::from_secs_f64(3.0 * slowest + 1.0),
+            startup: Duration::from_secs_f64(startup),
+        }
+    }
+
+    /// Limit for a session running `tests` tests.
+    #[must_use]
+    pub fn session(&self, tests: usize) -> Duration {
+        self.startup * 3 + self.per_test * u32::try_from(tests.max(1)).unwrap_or(u32::MAX) + Duration::from_secs(2)
+    }
+}
+
+/// Events reported while the lab runs (for progress bars).
+#[derive(Debug, Clone)]
+pub enum LabEvent {
+    Validated { candidate_id: usize, outcome_name: &'static str },
+}
+
+/// What the lab needs to know about the baseline.
+pub struct LabConfig<'a> {
+    pub root: &'a Path,
+    /// Selectors the user gave (`--tests`); empty for the whole suite.
+    pub selectors: &'a [String],
+    pub failing: Vec<String>,
+    pub passing: BTreeSet<String>,
+    pub total_tests: usize,
+    pub timeouts: Timeouts,
+    pub deadline: Instant,
+    pub jobs: usize,
+    /// Stop once this many plausible patches are found.
+    pub stop_after_plausible: usize,
+}
+
+/// Errors that abort the lab (infrastructure, not candidates).
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("failed to make a scratch copy of the project: {0}")]
+    Scratch(#[source] std::io::Error),
+    #[error("failed to write a candidate into the scratch copy: {0}")]
+    Write(#[source] std::io::Error),
+    #[error(transparent)]
+    Pytest(#[from] PytestError),
+}
+
+/// Validate `candidates` in rank order until the deadline or enough plausible patches.
+///
+/// # Errors
+/// Only when scratch copies cannot be made or written, or pytest cannot be started.
+pub fn run(
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    candidates: &[Candidate],
+    on_event: &(dyn Fn(LabEvent) + Sync),
+) -> Result<Vec<Validated>, LabError> {
+    let queue = Mutex::new(candidates.iter().collect::<VecDeque<_>>());
+    let results = Mutex::new(Vec::new());
+    let plausible_found = std::sync::atomic::AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let jobs = config.jobs.clamp(1, candidates.len().max(1));
+    let mut scratches = Vec::new();
+    for _ in 0..jobs {
+        let dir = tempfile::Builder::new()
+            .prefix("deepdebug-scratch-")
+            .tempdir()
+            .map_err(LabError::Scratch)?;
+        copy_tree(config.root, dir.path()).map_err(LabError::Scratch)?;
+        scratches.push(dir);
+    }
+    let first_error: Mutex<Option<LabError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for scratch in &scratches {
+            let queue = &queue;
+            let results = &results;
+            let stop = &stop;
+            let plausible_found = &plausible_found;
+            let first_error = &first_error;
+            scope.spawn(move || {
+                let worker = Worker { pytest, config, root: scratch.path().to_path_buf() };
+                loop {
+                    if stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
+                        break;
+                    }
+                    let Some(candidate) = queue.lock().expect("queue lock").pop_front() else { break };
+                    match worker.validate(candidate) {
+                        Ok(validated) => {
+                            let name = validated.outcome.name();
+                            if validated.outcome.is_plausible()
+                                && plausible_found.fetch_add(1, Ordering::SeqCst) + 1
+                                    >= config.stop_after_plausible
+                            {
+                                stop.store(true, Ordering::SeqCst);
+                            }
+                            on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: name });
+                            results.lock().expect("results lock").push(validated);
+                        }
+                        Err(err) => {
+                            stop.store(true, Ordering::SeqCst);
+                            first_error.lock().expect("error lock").get_or_insert(err);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(err) = first_error.into_inner().expect("error lock") {
+        return Err(err);
+    }
+    let mut results = results.into_inner().expect("results lock");
+    results.sort_by_key(|v| v.candidate_id);
+    Ok(results)
+}
+
+struct Worker<'a> {
+    pytest: &'a Pytest,
+    config: &'a LabConfig<'a>,
+    root: PathBuf,
+}
+
+impl Worker<'_> {
+    fn validate(&self, candidate: &Candidate) -> Result<Validated, LabError> {
+        let start = Instant::now();
+        let path = self.root.join(&candidate.patch.file);
+        let original = std::fs::read(&path).map_err(LabError::Write)?;
+        std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
+        let outcome = self.judge();
+        std::fs::write(&path, &original).map_err(LabError::Write)?;
+        Ok(Validated { candidate_id: candidate.id, outcome: outcome?, elapsed: start.elapsed() })
+    }
+
+    fn session(&self, selectors: &[String], tests: usize) -> Result<Session, LabError> {
+        let remaining = self.config.deadline.saturating_duration_since(Instant::now());
+        let spec = RunSpec {
+            root: &self.root,
+            selectors,
+            coverage: false,
+            per_test_timeout: Some(self.config.timeouts.per_test),
+            session_timeout: self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1))),
+            exit_first: true,
+        };
+        Ok(self.pytest.run(&spec)?)
+    }
+
+    fn judge(&self) -> Result<CandidateOutcome, LabError> {
+        // Originally failing tests first: most candidates are rejected here, cheaply.
+        let first = self.session(&self.config.failing, self.config.failing.len())?;
+        if let Some(outcome) = self.verdict(&first, &self.config.failing, true) {
+            return Ok(outcome);
+        }
+        let full = self.session(self.config.selectors, self.config.total_tests)?;
+        let expected: Vec<String> = self
+            .config
+            .passing
+            .iter()
+            .chain(&self.config.failing)
+            .cloned()
+            .collect();
+        Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
+    }
+
+    /// `None` when every test in `expected` passed (or was skipped).
+    fn verdict(&self, session: &Session, expected: &[String], originally_failing: bool) -> Option<CandidateOutcome> {
+        if session.exit.is_timeout() || session.tests.iter().any(|t| t.outcome == crate::pytest::TestOutcome::Timeout) {
+            return Some(CandidateOutcome::Timeout);
+        }
+        if !session.collect_errors.is_empty() {
+            let reason = session.collect_errors[0].message.lines().last().unwrap_or_default().to_string();
+            return Some(CandidateOutcome::Unviable { reason });
+        }
+        let bad: Vec<String> = session.failing().map(|t| t.nodeid.clone()).collect();
+        if !bad.is_empty() {
+            return Some(if originally_failing || bad.iter().all(|b| self.config.failing.contains(b)) {
+                CandidateOutcome::StillFailing { failing: bad }
+            } else {
+                CandidateOutcome::Regression { broken: bad }
+            });
+        }
+        // With -x a crash could stop the session early: every expected test must have run.
+        let ran: BTreeSet<&str> = session.tests.iter().map(|t| t.nodeid.as_str()).collect();
+        let missing = expected.iter().any(|id| !ran.contains(id.as_str()));
+        if missing || session.exit_status.is_none() {
+            let reason = format!("pytest stopped early: {}", last_line(&session.output_tail));
+            return Some(CandidateOutcome::Unviable { reason });
+        }
+        None
+    }
+}
+
+fn last_line(text: &str) -> String {
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+}

@@ -1,0 +1,6 @@
+//! The generate-and-validate repair loop behind `deepdebug fix`.
+
+pub mod candidate;
+pub mod lab;
+pub mod operators;
+pub mod fix;

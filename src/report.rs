@@ -1,0 +1,193 @@
+//! Serializable reports (the `--json` output and `report.json`), versioned.
+
+use crate::repair::fix::{FixOutcome, FixStatus};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct FixReport {
+    pub format_version: u32,
+    pub status: &'static str,
+    pub repo: String,
+    pub python: String,
+    pub patch: Option<PatchReport>,
+    pub baseline: BaselineReport,
+    pub suspicious_functions: Vec<FunctionReport>,
+    pub suspicious_lines: Vec<LineReport>,
+    pub candidates: CandidateStats,
+    pub tried: Vec<TriedReport>,
+    pub warnings: Vec<String>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PatchReport {
+    pub file: String,
+    pub line: usize,
+    pub source: &'static str,
+    pub description: String,
+    pub score: f64,
+    pub diff: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BaselineReport {
+    pub tests: usize,
+    pub failing: Vec<FailingReport>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FailingReport {
+    pub nodeid: String,
+    pub outcome: &'static str,
+    pub error: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionReport {
+    pub file: String,
+    pub function: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub score: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LineReport {
+    pub file: String,
+    pub line: usize,
+    pub score: f64,
+    pub ochiai: f64,
+    pub dstar: f64,
+    pub stack: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CandidateStats {
+    pub proposed: usize,
+    pub unparseable: usize,
+    pub duplicates: usize,
+    pub ranked: usize,
+    pub validated: usize,
+    pub by_outcome: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TriedReport {
+    pub id: usize,
+    pub file: String,
+    pub line: usize,
+    pub source: &'static str,
+    pub description: String,
+    pub score: f64,
+    pub outcome: &'static str,
+    pub seconds: f64,
+}
+
+impl FixReport {
+    #[must_use]
+    pub fn new(outcome: &FixOutcome, repo: &str) -> FixReport {
+        let status = match outcome.status {
+            FixStatus::Fixed => "fixed",
+            FixStatus::NotFixed => "not-fixed",
+            FixStatus::NothingToFix => "nothing-to-fix",
+        };
+        let patch = outcome.best_candidate().map(|c| PatchReport {
+            file: c.patch.file.clone(),
+            line: c.line,
+            source: c.source.name(),
+            description: c.description.clone(),
+            score: c.score,
+            diff: outcome.diff.clone().unwrap_or_default(),
+        });
+        let failing = outcome
+            .baseline
+            .failing()
+            .map(|t| FailingReport {
+                nodeid: t.nodeid.clone(),
+                outcome: match t.outcome {
+                    crate::pytest::TestOutcome::Timeout => "timeout",
+                    crate::pytest::TestOutcome::Error => "error",
+                    _ => "failed",
+                },
+                error: t.failure.as_ref().map(|f| f.kind.clone()).unwrap_or_default(),
+                message: t.failure.as_ref().map(|f| f.message.clone()).unwrap_or_default(),
+            })
+            .collect();
+        let mut by_outcome = BTreeMap::new();
+        for v in &outcome.validated {
+            *by_outcome.entry(v.outcome.name()).or_insert(0) += 1;
+        }
+        FixReport {
+            format_version: FORMAT_VERSION,
+            status,
+            repo: repo.to_string(),
+            python: outcome.python.display().to_string(),
+            patch,
+            baseline: BaselineReport {
+                tests: outcome.baseline.tests.len(),
+                failing,
+                seconds: outcome.baseline_elapsed.as_secs_f64(),
+            },
+            suspicious_functions: outcome
+                .localization
+                .functions
+                .iter()
+                .take(10)
+                .map(|f| FunctionReport {
+                    file: f.file.clone(),
+                    function: f.qualname.clone(),
+                    start_line: f.start_line,
+                    end_line: f.end_line,
+                    score: f.score,
+                })
+                .collect(),
+            suspicious_lines: outcome
+                .localization
+                .lines
+                .iter()
+                .take(20)
+                .map(|l| LineReport {
+                    file: l.file.clone(),
+                    line: l.line,
+                    score: l.score,
+                    ochiai: l.ochiai,
+                    dstar: l.dstar,
+                    stack: l.stack,
+                })
+                .collect(),
+            candidates: CandidateStats {
+                proposed: outcome.generate_stats.proposed,
+                unparseable: outcome.generate_stats.unparseable,
+                duplicates: outcome.generate_stats.duplicates,
+                ranked: outcome.candidates.len(),
+                validated: outcome.validated.len(),
+                by_outcome,
+            },
+            tried: outcome
+                .validated
+                .iter()
+                .map(|v| {
+                    let c = &outcome.candidates[v.candidate_id];
+                    TriedReport {
+                        id: c.id,
+                        file: c.patch.file.clone(),
+                        line: c.line,
+                        source: c.source.name(),
+                        description: c.description.clone(),
+                        score: c.score,
+                        outcome: v.outcome.name(),
+                        seconds: v.elapsed.as_secs_f64(),
+                    }
+                })
+                .collect(),
+            warnings: outcome.warnings.clone(),
+            seconds: outcome.elapsed.as_secs_f64(),
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Integration tests of `deepdebug fix` on fixture projects created in temp dirs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn deepdebug() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+}
+
+/// A project in a temp dir from (path, content) pairs.
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+fn fix(root: &Path, extra: &[&str]) -> Output {
+    deepdebug()
+        .args(["fix", "--repo"])
+        .arg(root)
+        .args(["--timeout", "60s", "--test-timeout", "3s"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Run `fix`, check it succeeds without touching the project, that the printed diff applies
+/// with `git apply` to a copy, and that the copy's tests then pass. Returns the diff.
+fn assert_fixed(files: &[(&str, &str)], expect_in_diff: &str) -> String {
+    let dir = project(files);
+    let before = snapshot(dir.path());
+    let out = fix(dir.path(), &[]);
+    let diff = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{diff}\nstderr:\n{}", stderr(&out));
+    assert!(diff.contains(expect_in_diff), "diff lacks `{expect_in_diff}`:\n{diff}");
+    assert_eq!(before, snapshot(dir.path()), "the project was modified without --apply");
+
+    let status = Command::new("git")
+        .args(["apply", "-"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(diff.as_bytes())?;
+            child.wait()
+        })
+        .unwrap();
+    assert!(status.success(), "git apply rejected the diff:\n{diff}");
+    let tests = Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(dir.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    assert!(tests.status.success(), "tests fail after applying:\n{}", stdout(&tests));
+    diff
+}
+
+#[test]
+fn comparison_bug_is_fixed_and_the_diff_applies() {
+    assert_fixed(
+        &[
+            ("grades.py", "def passed(score, minimum=50):\n    return score > minimum\n"),
+            (
+                "tests/test_grades.py",
+                "from grades import passed\n\ndef test_above():\n    assert passed(70)\n\ndef test_below():\n    assert not passed(20)\n\ndef test_at_minimum():\n    assert passed(50)\n",
+            ),
+        ],
+        "+    return score >= minimum",
+    );
+}
+
+#[test]
+fn off_by_one_range_bug_is_fixed() {
+    assert_fixed(
+        &[
+            (
+                "series.py",
+                "def total(xs):\n    s = 0\n    for i in range(len(xs) - 1):\n        s += xs[i]\n    return s\n",
+            ),
+            (
+                "test_series.py",
+                "from series import total\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n\ndef test_empty():\n    assert total([]) == 0\n",
+            ),
+        ],
+        "+    for i in range(len(xs)):",
+    );
+}
+
+#[test]
+fn arithmetic_bug_in_a_package_is_fixed() {
+    assert_fixed(
+        &[
+            ("geo/__init__.py", ""),
+            (
+                "geo/shapes.py",
+                "class Rect:\n    def __init__(self, w, h):\n        self.w = w\n        self.h = h\n\n    def perimeter(self):\n        return 2 * (self.w - self.h)\n\n    def area(self):\n        return self.w * self.h\n",
+            ),
+            (
+                "tests/test_shapes.py",
+                "from geo.shapes import Rect\n\ndef test_area():\n    assert Rect(2, 3).area() == 6\n\ndef test_perimeter():\n    assert Rect(2, 3).perimeter() == 10\n",
+            ),
+        ],
+        "+        return 2 * (self.w + self.h)",
+    );
+}
+
+#[test]
+fn swapped_arguments_are_fixed() {
+    assert_fixed(
+        &[
+            (
+                "text.py",
+                "def pad(s, width, fill):\n    return s + fill * (width - len(s))\n\ndef label(name):\n    return pad(name, '.', 8)\n",
+            ),
+            (
+                "test_text.py",
+                "from text import pad, label\n\ndef test_pad():\n    assert pad('ab', 4, '-') == 'ab--'\n\ndef test_label():\n    assert label('abc') == 'abc.....'\n",
+            ),
+        ],
+        "+    return pad(name, 8, '.')",
+    );
+}
+
+#[test]
+fn variable_misuse_is_fixed() {
+    assert_fixed(
+        &[
+            (
+                "stats.py",
+                "def spread(values):\n    low = min(values)\n    high = max(values)\n    return high - high\n",
+            ),
+            (
+                "test_stats.py",
+                "from stats import spread\n\ndef test_spread():\n    assert spread([3, 9, 4]) == 6\n\ndef test_single():\n    assert spread([5]) == 0\n",
+            ),
+        ],
+        "+    return high - low",
+    );
+}
+
+#[test]
+fn infinite_loop_bug_is_killed_and_fixed() {
+    let started = std::time::Instant::now();
+    assert_fixed(
+        &[
+            (
+                "count.py",
+                "def count_up(n):\n    i = 0\n    while i < n:\n        i -= 1\n    return i\n",
+            ),
+            (
+                "test_count.py",
+                "from count import count_up\n\ndef test_zero():\n    assert count_up(0) == 0\n\ndef test_three():\n    assert count_up(3) == 3\n",
+            ),
+        ],
+        "+        i += 1",
+    );
+    assert!(started.elapsed().as_secs() < 60);
+}
+
+#[test]
+fn syntax_error_in_an_unrelated_file_is_a_warning() {
+    let dir = project(&[
+        ("grades.py", "def passed(score):\n    return score > 50\n"),
+        ("scratch_notes.py", "def broken(:\n    pass\n"),
+        ("latin1.py", "s = '\u{0}'\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n"),
+    ]);
+    std::fs::write(dir.path().join("latin1.py"), b"s = '\xe9t\xe9'\n").unwrap();
+    let out = fix(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("scratch_notes.py:1:") && err.contains("syntax error"), "{err}");
+    assert!(err.contains("latin1.py: not UTF-8"), "{err}");
+}
+
+#[test]
+fn syntax_error_in_an_imported_module_stops_with_exit_code_6() {
+    let dir = project(&[
+        ("calc.py", "def add(a, b)\n    return a + b\n"),
+        ("test_calc.py", "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"),
+    ]);
+    let out = fix(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not collect") && err.contains("test_calc.py"), "{err}");
+}
+
+#[test]
+fn passing_suite_exits_with_code_4() {
+    let dir = project(&[
+        ("ok.py", "def one():\n    return 1\n"),
+        ("test_ok.py", "from ok import one\n\ndef test_one():\n    assert one() == 1\n"),
+    ]);
+    let out = fix(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing to fix"));
+}
+
+#[test]
+fn python_without_pytest_exits_with_code_5() {
+    let venv = tempfile::tempdir().unwrap();
+    let made = Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv.path())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let dir = project(&[("test_x.py", "def test_x():\n    assert False\n")]);
+    let python = venv.path().join("bin/python");
+    let out = fix(dir.path(), &["--python", python.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pytest is not installed"), "{}", stderr(&out));
+    let out = fix(dir.path(), &["--python", "/nonexistent/python3"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+}
+
+#[test]
+fn apply_writes_the_patch_and_json_reports_the_search() {
+    let dir = project(&[
+        ("grades.py", "def passed(score):\n    return score > 50\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n"),
+    ]);
+    let out = fix(dir.path(), &["--apply", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["format_version"], 1);
+    assert_eq!(report["status"], "fixed");
+    assert_eq!(report["patch"]["file"], "grades.py");
+    assert_eq!(report["baseline"]["failing"][0]["nodeid"], "test_grades.py::test_at");
+    let tried = report["tried"].as_array().unwrap();
+    assert!(!tried.is_empty());
+    assert!(tried.iter().any(|t| t["outcome"] == "plausible"));
+    assert_eq!(report["candidates"]["validated"].as_u64().unwrap() as usize, tried.len());
+    let fixed = std::fs::read_to_string(dir.path().join("grades.py")).unwrap();
+    assert_eq!(fixed, "def passed(score):\n    return score >= 50\n");
+}
+
+#[test]
+fn unfixable_bug_exits_with_code_3() {
+    let dir = project(&[
+        ("hello.py", "def greet(name):\n    return 'hello ' + name\n"),
+        ("test_hello.py", "from hello import greet\n\ndef test_greet():\n    assert greet('bob') == 'Hello, Bob!'\n"),
+    ]);
+    let out = fix(dir.path(), &["--timeout", "30s"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no plausible patch"));
+}
