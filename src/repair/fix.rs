@@ -54,7 +54,7 @@ fn format_collect_errors(errors: &[CollectError]) -> String {
         .join("\n")
 }
 
-fn tail_hint(tail: &String) -> String {
+fn tail_hint(tail: &str) -> String {
     let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     if last.is_empty() { String::new() } else { format!(" ({last})") }
 }
