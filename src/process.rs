@@ -99,10 +99,7 @@ pub fn run(
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            set_limit(libc::RLIMIT_AS, limits.memory_bytes);
-            set_limit(libc::RLIMIT_CPU, limits.cpu_seconds);
-            set_limit(libc::RLIMIT_FSIZE, limits.file_bytes);
-            set_limit(libc::RLIMIT_CORE, Some(0));
+            apply_limits(limits);
             Ok(())
         });
     }
@@ -141,6 +138,14 @@ pub fn run(
         stdout: read_lossy(out_file.path()),
         stderr: read_lossy(err_file.path()),
     })
+}
+
+/// Apply `limits` to the calling process (call between fork and exec).
+pub fn apply_limits(limits: Limits) {
+    set_limit(libc::RLIMIT_AS, limits.memory_bytes);
+    set_limit(libc::RLIMIT_CPU, limits.cpu_seconds);
+    set_limit(libc::RLIMIT_FSIZE, limits.file_bytes);
+    set_limit(libc::RLIMIT_CORE, Some(0));
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: Option<u64>) {

@@ -6,6 +6,7 @@ use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
+use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -41,9 +42,19 @@ pub struct FixArgs {
     /// Per-test time limit during the baseline run.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     test_timeout: Duration,
+    /// Validation engine: `fork` (persistent pytest fork server, fast) or `subprocess`
+    /// (one pytest process per run).
+    #[arg(long, value_enum, default_value = "fork")]
+    engine: Engine,
     /// How many of the most suspicious lines receive candidate edits.
     #[arg(long, default_value_t = 40)]
     max_lines: usize,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Engine {
+    Fork,
+    Subprocess,
 }
 
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
@@ -55,6 +66,10 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         baseline_test_timeout: args.test_timeout,
         limits: GenerateLimits { max_lines: args.max_lines, ..GenerateLimits::default() },
+        engine: match args.engine {
+            Engine::Fork => EngineChoice::Fork,
+            Engine::Subprocess => EngineChoice::Subprocess,
+        },
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())

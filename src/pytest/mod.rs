@@ -1,5 +1,7 @@
 //! Run pytest with the embedded deepdebug plugin and read its JSON-lines report.
 
+pub mod server;
+
 use crate::process::{self, Exit, Limits};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -18,6 +20,8 @@ pub enum PytestError {
     PythonMissing(String),
     #[error("pytest is not installed for `{python}` (install it with `{python} -m pip install pytest`)")]
     PytestMissing { python: String },
+    #[error("the fork server is unavailable: {0}")]
+    ServerUnavailable(String),
     #[error("failed to {action}: {source}")]
     Io {
         action: String,
@@ -98,6 +102,8 @@ enum Record {
     Test(TestResult),
     CollectError(CollectError),
     SessionFinish { exitstatus: i32 },
+    /// Written by fork-server children: `warm` (hot-swapped) or `cold` (fresh session).
+    EnginePath { path: String },
 }
 
 /// Everything one pytest session reported.
@@ -112,9 +118,36 @@ pub struct Session {
     pub elapsed: Duration,
     /// The tail of pytest's console output, for error messages.
     pub output_tail: String,
+    /// For fork-server sessions: whether the child hot-swapped code (`true`) or re-collected.
+    pub warm: Option<bool>,
 }
 
 impl Session {
+    pub(crate) fn empty(exit: Exit, elapsed: Duration) -> Session {
+        Session {
+            tests: Vec::new(),
+            collect_errors: Vec::new(),
+            exit_status: None,
+            exit,
+            elapsed,
+            output_tail: String::new(),
+            warm: None,
+        }
+    }
+
+    /// Add the records of a JSON-lines report. A line cut short by a kill is dropped.
+    pub(crate) fn absorb(&mut self, report: &str) {
+        for line in report.lines() {
+            match serde_json::from_str::<Record>(line) {
+                Ok(Record::Test(t)) => self.tests.push(t),
+                Ok(Record::CollectError(e)) => self.collect_errors.push(e),
+                Ok(Record::SessionFinish { exitstatus }) => self.exit_status = Some(exitstatus),
+                Ok(Record::EnginePath { path }) => self.warm = Some(path == "warm"),
+                Err(_) => {}
+            }
+        }
+    }
+
     /// Tests that did not pass (failed, errored or timed out).
     pub fn failing(&self) -> impl Iterator<Item = &TestResult> {
         self.tests.iter().filter(|t| !t.outcome.is_ok())
@@ -185,6 +218,19 @@ impl Pytest {
         &self.python
     }
 
+    /// Start a fork server for the project copy at `root` (see [`server::ForkServer`]).
+    ///
+    /// # Errors
+    /// When the server cannot start or become ready; run sessions with [`Pytest::run`] instead.
+    pub fn fork_server(
+        &self,
+        root: &Path,
+        selectors: &[String],
+        startup_timeout: Duration,
+    ) -> Result<server::ForkServer, PytestError> {
+        server::ForkServer::start(&self.python, self.plugin_dir.path(), root, selectors, startup_timeout)
+    }
+
     /// Run one pytest session. A session that crashes, hangs or collects nothing still returns
     /// what was reported before it stopped.
     ///
@@ -204,12 +250,7 @@ impl Pytest {
             cmd.arg("-x");
         }
         cmd.args(spec.selectors);
-        let mut pythonpath = self.plugin_dir.path().as_os_str().to_owned();
-        if let Some(existing) = std::env::var_os("PYTHONPATH") {
-            pythonpath.push(":");
-            pythonpath.push(existing);
-        }
-        cmd.env("PYTHONPATH", pythonpath)
+        cmd.env("PYTHONPATH", pythonpath(self.plugin_dir.path()))
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .env("PYTHONHASHSEED", "0")
             .env("DEEPDEBUG_REPORT", report.path())
@@ -221,26 +262,21 @@ impl Pytest {
             );
         let out = process::run(&mut cmd, spec.session_timeout, self.limits, self.plugin_dir.path())
             .map_err(io_err("start pytest"))?;
-        let text = process::read_lossy(report.path());
-        let mut session = Session {
-            tests: Vec::new(),
-            collect_errors: Vec::new(),
-            exit_status: None,
-            exit: out.exit,
-            elapsed: out.elapsed,
-            output_tail: tail(&format!("{}{}", out.stdout, out.stderr), 3000),
-        };
-        for line in text.lines() {
-            // A line cut short by a kill is simply dropped.
-            match serde_json::from_str::<Record>(line) {
-                Ok(Record::Test(t)) => session.tests.push(t),
-                Ok(Record::CollectError(e)) => session.collect_errors.push(e),
-                Ok(Record::SessionFinish { exitstatus }) => session.exit_status = Some(exitstatus),
-                Err(_) => {}
-            }
-        }
+        let mut session = Session::empty(out.exit, out.elapsed);
+        session.output_tail = tail(&format!("{}{}", out.stdout, out.stderr), 3000);
+        session.absorb(&process::read_lossy(report.path()));
         Ok(session)
     }
+}
+
+/// `PYTHONPATH` with the plugin directory first.
+fn pythonpath(plugin_dir: &Path) -> std::ffi::OsString {
+    let mut path = plugin_dir.as_os_str().to_owned();
+    if let Some(existing) = std::env::var_os("PYTHONPATH") {
+        path.push(":");
+        path.push(existing);
+    }
+    path
 }
 
 fn tail(text: &str, max: usize) -> String {

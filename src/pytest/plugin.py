@@ -27,6 +27,24 @@ _repr.maxlevel = 3
 
 _out = open(_REPORT, "a", encoding="utf-8") if _REPORT else None
 _tests = {}
+
+
+def configure(report=None, coverage=None, timeout=None):
+    """Redirect the report and change settings (used by the fork server in each child)."""
+    global _out, _COVERAGE, _TIMEOUT
+    if report is not None:
+        _out = open(report, "a", encoding="utf-8")
+        _tests.clear()
+    if coverage is not None:
+        _COVERAGE = bool(coverage)
+    if timeout is not None:
+        _TIMEOUT = float(timeout)
+
+
+def outcome_of(nodeid):
+    """The merged outcome recorded for a test so far, or None."""
+    rec = _tests.get(nodeid)
+    return rec and rec["outcome"]
 _in_root = {}
 _lines = set()
 
@@ -75,11 +93,15 @@ def _global_tracer(frame, event, arg):
     return None
 
 
+_rel = {}
+
+
 def _relpath(filename):
-    path = os.path.realpath(filename)
-    if path.startswith(_ROOT):
-        return path[len(_ROOT):]
-    return filename
+    known = _rel.get(filename)
+    if known is None:
+        path = os.path.realpath(filename)
+        known = _rel[filename] = path[len(_ROOT):] if path.startswith(_ROOT) else filename
+    return known
 
 
 def _frames(tb):

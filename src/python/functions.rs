@@ -18,6 +18,8 @@ pub struct FunctionDef {
     /// 1-based inclusive line range of the definition, decorators included.
     pub start_line: usize,
     pub end_line: usize,
+    /// Byte range of the body block (after the `def ...:` header).
+    pub body_byte_range: Range<usize>,
 }
 
 impl FunctionDef {
@@ -65,6 +67,9 @@ fn walk(
                     byte_range: outer.byte_range(),
                     start_line: outer.start_position().row + 1,
                     end_line: outer.end_position().row + 1,
+                    body_byte_range: def
+                        .child_by_field_name("body")
+                        .map_or(outer.end_byte()..outer.end_byte(), |b| b.byte_range()),
                 });
                 if let Some(body) = def.child_by_field_name("body") {
                     walk(parsed, body, scope, None, out);

@@ -39,6 +39,33 @@ pub struct Candidate {
     pub score: f64,
     /// Bytes removed plus bytes inserted: smaller edits are preferred among equals.
     pub edit_size: usize,
+    /// Functions whose code can be swapped in place to apply this patch (fast validation);
+    /// `None` when an edit lies outside every function body.
+    pub swap: Option<Vec<(String, usize)>>,
+}
+
+/// The outermost function whose body holds every edit of `patch`, located in the patched text.
+#[must_use]
+pub fn swappable_functions(patch: &Patch, patched_text: &str) -> Option<Vec<(String, usize)>> {
+    let parsed = Parsed::new(patched_text);
+    let defs = crate::python::functions(&parsed);
+    let mut out: Vec<(String, usize)> = Vec::new();
+    let mut shift: isize = 0;
+    for edit in patch.edits() {
+        // Position of the edit in the patched text.
+        let start = edit.range.start.checked_add_signed(shift)?;
+        let end = start + edit.content.len();
+        shift += edit.content.len() as isize - edit.range.len() as isize;
+        let outer = defs
+            .iter()
+            .filter(|d| d.body_byte_range.start <= start && end <= d.body_byte_range.end)
+            .max_by_key(|d| d.byte_range.len())?;
+        let entry = (outer.qualname.clone(), outer.start_line);
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    Some(out)
 }
 
 /// Limits on candidate generation.
@@ -90,8 +117,10 @@ pub fn generate(
                 stats.duplicates += 1;
                 continue;
             }
+            let swap = swappable_functions(&patch, &patched_text);
             out.push(Candidate {
                 id: 0,
+                swap,
                 patch,
                 patched_text,
                 source: Source::Operator(mutation.operator),

@@ -1,7 +1,7 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
 use super::candidate::{self, Candidate, GenerateLimits, GenerateStats};
-use super::lab::{self, CandidateOutcome, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
@@ -24,6 +24,7 @@ pub struct FixOptions {
     /// Per-test limit during the baseline run.
     pub baseline_test_timeout: Duration,
     pub limits: GenerateLimits,
+    pub engine: EngineChoice,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -184,13 +185,22 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         deadline,
         jobs: options.jobs,
         stop_after_plausible: 1,
+        engine: options.engine,
     };
+    let notes = std::sync::Mutex::new(Vec::<String>::new());
     let forward = |event: LabEvent| match event {
         LabEvent::Validated { candidate_id, outcome_name } => {
             on_event(FixEvent::Validated { candidate_id, outcome_name });
         }
+        LabEvent::Note(note) => {
+            let mut notes = notes.lock().expect("notes lock");
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
     };
     outcome.validated = lab::run(&pytest, &config, &outcome.candidates, &forward)?;
+    outcome.warnings.extend(notes.into_inner().expect("notes lock"));
     outcome.best = choose_best(&outcome.candidates, &outcome.validated);
     outcome.status = if outcome.best.is_some() { FixStatus::Fixed } else { FixStatus::NotFixed };
     if let Some(best) = outcome.best_candidate() {

@@ -2,6 +2,7 @@
 
 use super::candidate::Candidate;
 use crate::project::copy_tree;
+use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
 use crate::pytest::{Pytest, PytestError, RunSpec, Session};
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -84,10 +85,21 @@ impl Timeouts {
     }
 }
 
+/// How candidates are validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// A persistent fork server per worker (falls back to `Subprocess` when it cannot start).
+    Fork,
+    /// One pytest process per session (slow, maximally isolated).
+    Subprocess,
+}
+
 /// Events reported while the lab runs (for progress bars).
 #[derive(Debug, Clone)]
 pub enum LabEvent {
     Validated { candidate_id: usize, outcome_name: &'static str },
+    /// Something the user should know about how validation ran (e.g. a fallback).
+    Note(String),
 }
 
 /// What the lab needs to know about the baseline.
@@ -103,6 +115,7 @@ pub struct LabConfig<'a> {
     pub jobs: usize,
     /// Stop once this many plausible patches are found.
     pub stop_after_plausible: usize,
+    pub engine: EngineChoice,
 }
 
 /// Errors that abort the lab (infrastructure, not candidates).
@@ -149,7 +162,7 @@ pub fn run(
             let plausible_found = &plausible_found;
             let first_error = &first_error;
             scope.spawn(move || {
-                let worker = Worker { pytest, config, root: scratch.path().to_path_buf() };
+                let mut worker = Worker::new(pytest, config, scratch.path(), on_event);
                 loop {
                     if stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
                         break;
@@ -185,50 +198,100 @@ pub fn run(
     Ok(results)
 }
 
+enum Engine {
+    Fork(ForkServer),
+    Subprocess,
+}
+
 struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
     root: PathBuf,
+    engine: Engine,
+    on_event: &'a (dyn Fn(LabEvent) + Sync),
 }
 
-impl Worker<'_> {
-    fn validate(&self, candidate: &Candidate) -> Result<Validated, LabError> {
+impl<'a> Worker<'a> {
+    fn new(
+        pytest: &'a Pytest,
+        config: &'a LabConfig<'a>,
+        root: &Path,
+        on_event: &'a (dyn Fn(LabEvent) + Sync),
+    ) -> Worker<'a> {
+        let engine = match config.engine {
+            EngineChoice::Subprocess => Engine::Subprocess,
+            EngineChoice::Fork => {
+                let startup = config.timeouts.startup * 4 + Duration::from_secs(20);
+                match pytest.fork_server(root, config.selectors, startup) {
+                    Ok(server) => {
+                        if server.mode() == ServerMode::Cold {
+                            on_event(LabEvent::Note(format!(
+                                "fork server runs cold (fresh collection per candidate): {}",
+                                server.why()
+                            )));
+                        }
+                        Engine::Fork(server)
+                    }
+                    Err(err) => {
+                        on_event(LabEvent::Note(format!("{err}; using one pytest process per candidate")));
+                        Engine::Subprocess
+                    }
+                }
+            }
+        };
+        Worker { pytest, config, root: root.to_path_buf(), engine, on_event }
+    }
+
+    fn validate(&mut self, candidate: &Candidate) -> Result<Validated, LabError> {
         let start = Instant::now();
         let path = self.root.join(&candidate.patch.file);
         let original = std::fs::read(&path).map_err(LabError::Write)?;
         std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
-        let outcome = self.judge();
+        let swap = candidate.swap.clone().map(|functions| Swap { file: candidate.patch.file.clone(), functions });
+        let outcome = self.judge(swap.as_ref());
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         Ok(Validated { candidate_id: candidate.id, outcome: outcome?, elapsed: start.elapsed() })
     }
 
-    fn session(&self, selectors: &[String], tests: usize) -> Result<Session, LabError> {
+    fn session(&mut self, selectors: Option<&[String]>, tests: usize, swap: Option<&Swap>) -> Result<Session, LabError> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
+        let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
+        if let Engine::Fork(server) = &mut self.engine {
+            let request = Request {
+                nodeids: selectors,
+                exit_first: true,
+                per_test_timeout: self.config.timeouts.per_test,
+                session_timeout,
+                swap: swap.cloned(),
+            };
+            match server.run(&request) {
+                Ok(session) => return Ok(session),
+                Err(err) => {
+                    (self.on_event)(LabEvent::Note(format!("{err}; using one pytest process per candidate")));
+                    self.engine = Engine::Subprocess;
+                }
+            }
+        }
         let spec = RunSpec {
             root: &self.root,
-            selectors,
+            selectors: selectors.unwrap_or(self.config.selectors),
             coverage: false,
             per_test_timeout: Some(self.config.timeouts.per_test),
-            session_timeout: self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1))),
+            session_timeout,
             exit_first: true,
         };
         Ok(self.pytest.run(&spec)?)
     }
 
-    fn judge(&self) -> Result<CandidateOutcome, LabError> {
+    fn judge(&mut self, swap: Option<&Swap>) -> Result<CandidateOutcome, LabError> {
+        let config = self.config;
         // Originally failing tests first: most candidates are rejected here, cheaply.
-        let first = self.session(&self.config.failing, self.config.failing.len())?;
-        if let Some(outcome) = self.verdict(&first, &self.config.failing, true) {
+        let first = self.session(Some(&config.failing), config.failing.len(), swap)?;
+        if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok(outcome);
         }
-        let full = self.session(self.config.selectors, self.config.total_tests)?;
-        let expected: Vec<String> = self
-            .config
-            .passing
-            .iter()
-            .chain(&self.config.failing)
-            .cloned()
-            .collect();
+        let full = self.session(None, config.total_tests, swap)?;
+        let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
         Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
     }
 
