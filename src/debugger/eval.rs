@@ -27,7 +27,6 @@ impl Count {
     /// Fraction correct, `None` ("N/A") when the component never applied.
     #[must_use]
     pub fn rate(&self) -> Option<f64> {
-        #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
         (self.total > 0).then(|| self.correct as f64 / self.total as f64)
     }
 }

@@ -1,9 +1,12 @@
 //! Neural debugger: Python tracing, state trees, token grammar, sampling, evaluation, front end.
 
+pub mod cruxeval;
+pub mod dataset;
 pub mod eval;
 pub mod grammar;
 pub mod predictor;
 pub mod record;
 pub mod sampler;
+pub mod session;
 pub mod trace;
 pub mod tree;

@@ -29,7 +29,6 @@ impl Rng {
     /// Uniform in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
         // 53 random bits: exact in f64.
-        #[expect(clippy::cast_precision_loss, reason = "53-bit integers are exact in f64")]
         let x = (self.next_u64() >> 11) as f64;
         x / (1u64 << 53) as f64
     }
