@@ -240,7 +240,7 @@ fn run(command: Command) -> Result<()> {
                 .collect();
             let traces: Vec<Option<trace::Trace>> = dataset::record_rows(&fn_rows, &limits).into_iter().map(Result::ok).collect();
             let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect());
-            let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits);
+            let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
         }
     }

@@ -8,6 +8,7 @@ use super::sampler::context_for;
 use super::trace::{EventKind, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
 use serde::{Deserialize, Serialize};
+use std::ffi::OsStr;
 
 /// Version of [`CruxReport`].
 pub const CRUX_FORMAT_VERSION: u32 = 1;
@@ -39,15 +40,18 @@ pub enum Outcome {
 pub struct TaskResult {
     pub outcome: Outcome,
     pub prediction: Option<String>,
+    /// The check to run (filled in by the batch runner).
+    #[serde(skip)]
+    script: Option<String>,
 }
 
 impl TaskResult {
     fn setup() -> TaskResult {
-        TaskResult { outcome: Outcome::SetupFailed, prediction: None }
+        TaskResult { outcome: Outcome::SetupFailed, prediction: None, script: None }
     }
 
     fn none() -> TaskResult {
-        TaskResult { outcome: Outcome::NoPrediction, prediction: None }
+        TaskResult { outcome: Outcome::NoPrediction, prediction: None, script: None }
     }
 }
 
@@ -89,8 +93,9 @@ fn value_of(frame: &Frame, kind: NodeKind) -> Option<String> {
     }
 }
 
-/// The three tasks of one row. `check` runs a Python script and says whether it passed.
-fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor, check: &mut dyn FnMut(&str) -> bool) -> CruxRowResult {
+/// Predictions for the three tasks of one row; outcomes stay `Fail` with a pending check
+/// script until [`evaluate`] runs the checks.
+fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor) -> CruxRowResult {
     let setup = || CruxRowResult {
         id: row.id.clone(),
         output_step_return: TaskResult::setup(),
@@ -105,17 +110,17 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor,
         return setup();
     }
     let prefix = traj.prefix(2);
-    let check_output = |value: Option<String>, check: &mut dyn FnMut(&str) -> bool| match value {
+    let check_output = |value: Option<String>| match value {
         Some(v) => {
             let script = format!("{}\n\n__pred = eval({})\nassert f({}) == __pred\n", row.code.trim_end(), json(&v), row.input);
-            TaskResult { outcome: if check(&script) { Outcome::Pass } else { Outcome::Fail }, prediction: Some(v) }
+            TaskResult { outcome: Outcome::Fail, prediction: Some(v), script: Some(script) }
         }
         None => TaskResult::none(),
     };
 
     // Output via step_return: the target is f's return frame.
     let step_return = predictor.predict_frame(&Prompt { prefix: &prefix, action: &Action::StepReturn }).ok();
-    let output_step_return = check_output(step_return.and_then(|fr| value_of(&fr, NodeKind::Return)), check);
+    let output_step_return = check_output(step_return.and_then(|fr| value_of(&fr, NodeKind::Return)));
 
     // Output via breakpoint on f's return line: the target is that line (full locals); one
     // step_over then yields the return value.
@@ -126,11 +131,11 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor,
         Some(src) => {
             let bp = Action::Breakpoint(src);
             match predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }) {
-                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => check_output(value_of(&frame, NodeKind::Return), check),
+                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => check_output(value_of(&frame, NodeKind::Return)),
                 Ok(frame @ Frame::State { .. }) => {
                     let prefix2 = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
                     let next = predictor.predict_frame(&Prompt { prefix: &prefix2, action: &Action::StepOver }).ok();
-                    check_output(next.and_then(|fr| value_of(&fr, NodeKind::Return)), check)
+                    check_output(next.and_then(|fr| value_of(&fr, NodeKind::Return)))
                 }
                 _ => TaskResult::none(),
             }
@@ -148,7 +153,7 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor,
                     Ok(Frame::State { event: NodeKind::InvCall, arg: Arg::Locals(locals), .. }) => {
                         let dict = serialize_locals(&locals);
                         let script = input_check(&row.code, &dict, &row.output);
-                        TaskResult { outcome: if check(&script) { Outcome::Pass } else { Outcome::Fail }, prediction: Some(dict) }
+                        TaskResult { outcome: Outcome::Fail, prediction: Some(dict), script: Some(script) }
                     }
                     _ => TaskResult::none(),
                 },
@@ -190,26 +195,80 @@ assert f(*__args, **__kwargs) == {output}
     )
 }
 
-/// Run a check script in the sandbox; any error (including a timeout) is a failure.
+const CHECK_RUNNER_PY: &str = r#"
+import json, signal, sys
+
+class _CheckTimeout(BaseException):
+    pass
+
+def _alarm(signum, frame):
+    raise _CheckTimeout()
+
+def main():
+    scripts = json.load(open(sys.argv[1], encoding="utf-8"))
+    per_check = float(sys.argv[3])
+    signal.signal(signal.SIGALRM, _alarm)
+    with open(sys.argv[2], "w", encoding="utf-8") as out:
+        for script in scripts:
+            ok = False
+            try:
+                signal.setitimer(signal.ITIMER_REAL, per_check)
+                exec(compile(script, "<check>", "exec"), {"__name__": "__check__"})
+                ok = True
+            except BaseException:
+                ok = False
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            out.write("1\n" if ok else "0\n")
+            out.flush()
+
+main()
+"#;
+
+/// Run check scripts in one sandboxed Python process (each in a fresh namespace, with its
+/// own soft timeout). A script passes iff it runs without raising; scripts that never
+/// report (the process was killed) fail.
 ///
 /// # Errors
 /// Fails only if Python cannot be started.
-pub fn run_check(script: &str, limits: &RecordLimits) -> Result<bool, RecordError> {
-    let dir = tempfile::tempdir().map_err(|source| RecordError::Io { action: "create a temporary directory".into(), source })?;
-    let path = dir.path().join("check.py");
-    std::fs::write(&path, script).map_err(|source| RecordError::Io { action: "write check.py".into(), source })?;
-    Ok(run_python(dir.path(), &path, &[], limits)?.success)
+pub fn run_checks(scripts: &[String], limits: &RecordLimits) -> Result<Vec<bool>, RecordError> {
+    if scripts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let io = |action: &str| {
+        let action = action.to_string();
+        move |source| RecordError::Io { action, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("create a temporary directory"))?;
+    let runner = dir.path().join("checks.py");
+    let input = dir.path().join("scripts.json");
+    let results = dir.path().join("results.txt");
+    std::fs::write(&runner, CHECK_RUNNER_PY).map_err(io("write checks.py"))?;
+    std::fs::write(&input, serde_json::to_string(scripts)?).map_err(io("write scripts.json"))?;
+    let per_check = 3.0_f64;
+    let per_check_arg = per_check.to_string();
+    let batch = RecordLimits {
+        timeout: limits.timeout + std::time::Duration::from_secs_f64(per_check * scripts.len() as f64),
+        ..limits.clone()
+    };
+    run_python(dir.path(), &runner, &[input.as_os_str(), results.as_os_str(), OsStr::new(&per_check_arg)], &batch)?;
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    let mut passed: Vec<bool> = text.lines().map(|l| l.trim() == "1").collect();
+    passed.resize(scripts.len(), false);
+    Ok(passed)
 }
 
 /// Evaluate `predictor` on rows whose reference traces are given (same order; `None` where
 /// recording failed).
-pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn NextStatePredictor, limits: &RecordLimits) -> CruxReport {
-    let mut check = |script: &str| run_check(script, limits).unwrap_or(false);
-    let results: Vec<CruxRowResult> = rows
+///
+/// # Errors
+/// Fails only if Python cannot be started for the checks.
+pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn NextStatePredictor, limits: &RecordLimits) -> Result<CruxReport, RecordError> {
+    let mut results: Vec<CruxRowResult> = rows
         .iter()
         .zip(traces)
         .map(|(row, trace)| match trace {
-            Some(trace) => run_row(row, trace, predictor, &mut check),
+            Some(trace) => run_row(row, trace, predictor),
             None => CruxRowResult {
                 id: row.id.clone(),
                 output_step_return: TaskResult::setup(),
@@ -218,11 +277,20 @@ pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn 
             },
         })
         .collect();
+    let scripts: Vec<String> = results.iter().flat_map(tasks).filter_map(|t| t.script.clone()).collect();
+    let mut passed = run_checks(&scripts, limits)?.into_iter();
+    for r in &mut results {
+        for task in [&mut r.output_step_return, &mut r.output_breakpoint, &mut r.input_inv_step_call] {
+            if task.script.take().is_some() && passed.next() == Some(true) {
+                task.outcome = Outcome::Pass;
+            }
+        }
+    }
     let rate = |get: fn(&CruxRowResult) -> &TaskResult| {
         let passed = results.iter().filter(|r| get(r).outcome == Outcome::Pass).count();
         if results.is_empty() { 0.0 } else { passed as f64 / results.len() as f64 }
     };
-    CruxReport {
+    Ok(CruxReport {
         format_version: CRUX_FORMAT_VERSION,
         rows: rows.len(),
         pass_at_1: PassAt1 {
@@ -231,5 +299,9 @@ pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn 
             input_inv_step_call: rate(|r| &r.input_inv_step_call),
         },
         results,
-    }
+    })
+}
+
+fn tasks(r: &CruxRowResult) -> [&TaskResult; 3] {
+    [&r.output_step_return, &r.output_breakpoint, &r.input_inv_step_call]
 }

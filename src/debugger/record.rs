@@ -2,6 +2,7 @@
 
 use super::trace::{program_for_call, ExitKind, Limit, Trace, TraceEvent, ENTRY_FUNCTION, TRACE_FORMAT_VERSION};
 use serde::Deserialize;
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -106,7 +107,7 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
         "entry": ENTRY_FUNCTION,
     });
     fs::write(&config_path, config.to_string()).map_err(io_err("write config.json"))?;
-    let outcome = run_python(dir.path(), &tracer_path, &[config_path.as_path()], limits)?;
+    let outcome = run_python(dir.path(), &tracer_path, &[config_path.as_os_str()], limits)?;
     let text = match fs::read_to_string(&out_path) {
         Ok(text) => text,
         // Stuck in code that never reaches the tracer (e.g. a long builtin call).
@@ -146,7 +147,7 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
 pub fn run_python(
     dir: &Path,
     script: &Path,
-    args: &[&Path],
+    args: &[&OsStr],
     limits: &RecordLimits,
 ) -> Result<ChildOutcome, RecordError> {
     let stderr_path = dir.join("stderr.txt");
