@@ -3,6 +3,8 @@
 pub mod cruxeval;
 pub mod dataset;
 pub mod eval;
+#[cfg(test)]
+mod fixtures;
 pub mod grammar;
 pub mod predictor;
 pub mod record;

@@ -115,3 +115,42 @@ impl NextStatePredictor for CopyLastPredictor {
         frames.last().map(Frame::serialize).ok_or_else(|| PredictError::Unavailable("prompt has no frame".into()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debugger::eval::{cases, evaluate};
+    use crate::debugger::fixtures::nested_calls;
+    use crate::debugger::sampler::{sample_trajectory, Rng, SamplerConfig};
+
+    fn trajectories(n: usize) -> Vec<crate::debugger::grammar::Trajectory> {
+        let trace = nested_calls();
+        let mut rng = Rng::new(11);
+        (0..n).filter_map(|_| sample_trajectory(&trace, &mut rng, &SamplerConfig::standard())).map(|s| s.trajectory).collect()
+    }
+
+    #[test]
+    fn the_oracle_scores_everything_and_copy_last_does_not() {
+        let cases = cases(&trajectories(40));
+        assert!(cases.len() > 100, "{}", cases.len());
+        let report = evaluate(&mut OraclePredictor::new(vec![nested_calls()]), &cases);
+        assert_eq!(report.overall.exact.correct, cases.len());
+        assert_eq!(report.overall.unparsed, 0);
+        // Both directions and several action kinds were exercised.
+        for kind in ["step_into", "step_over", "step_return", "inv_step_into", "inv_step_call"] {
+            assert!(report.per_action.contains_key(kind), "{kind} missing: {:?}", report.per_action.keys());
+        }
+        let baseline = evaluate(&mut CopyLastPredictor, &cases);
+        assert!(baseline.overall.exact.correct < cases.len() / 2, "{:?}", baseline.overall);
+    }
+
+    #[test]
+    fn the_oracle_refuses_prompts_of_unknown_programs() {
+        let traj = &trajectories(1)[0];
+        let prefix = traj.prefix(0).replace("total", "totl");
+        let mut oracle = OraclePredictor::new(vec![nested_calls()]);
+        let action = traj.actions[0].clone();
+        assert!(matches!(oracle.predict(&Prompt { prefix: &prefix, action: &action }), Err(PredictError::Unavailable(_))));
+        assert!(matches!(oracle.predict(&Prompt { prefix: "garbage", action: &action }), Err(PredictError::Prompt(_))));
+    }
+}

@@ -258,3 +258,50 @@ mod tests {
         assert!(counts.iter().all(|&c| c > 0));
     }
 }
+
+#[cfg(test)]
+mod sampling_tests {
+    use super::*;
+    use crate::debugger::fixtures::nested_calls;
+
+    #[test]
+    fn same_seed_same_rows_and_different_seed_different_rows() {
+        let trace = nested_calls();
+        let config = SamplerConfig::standard();
+        let a = sample_rows(&trace, "t", 0, 8, 42, &config);
+        let b = sample_rows(&trace, "t", 0, 8, 42, &config);
+        let c = sample_rows(&trace, "t", 0, 8, 43, &config);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.len(), 8);
+    }
+
+    #[test]
+    fn inverse_trajectories_never_show_main_and_end_at_entry_or_cap() {
+        let trace = nested_calls();
+        let config = SamplerConfig { inverse_fraction: 1.0, max_actions: 200, ..SamplerConfig::standard() };
+        let mut rng = Rng::new(3);
+        for _ in 0..20 {
+            let s = sample_trajectory(&trace, &mut rng, &config).expect("sample");
+            assert_eq!(s.trajectory.direction, Direction::Inverse);
+            let text = s.trajectory.serialize();
+            assert!(!text.contains("def main"), "{text}");
+            assert!(text.ends_with("<|inv_exit_entry|><|trace_end|><|end_of_text|>"), "{text}");
+        }
+    }
+
+    #[test]
+    fn forward_trajectories_end_with_the_exit_of_their_scope() {
+        let trace = nested_calls();
+        let config = SamplerConfig { inverse_fraction: 0.0, max_actions: 200, ..SamplerConfig::standard() };
+        let mut rng = Rng::new(5);
+        let mut entries = std::collections::BTreeSet::new();
+        for _ in 0..30 {
+            let s = sample_trajectory(&trace, &mut rng, &config).expect("sample");
+            entries.insert(s.entry_call);
+            assert!(s.trajectory.serialize().ends_with("<|exit_normal|><|trace_end|><|end_of_text|>"));
+        }
+        // Entry points are drawn from all four calls.
+        assert_eq!(entries.len(), 4, "{entries:?}");
+    }
+}

@@ -372,4 +372,71 @@ mod tests {
         assert!(parse_command("frobnicate", &lines).is_err());
         assert_eq!(parse_command("back", &lines), Ok(Command::Back));
     }
+
+    fn transcript(backend: &mut dyn DebugBackend, program: &str, commands: &str) -> String {
+        let mut out = Vec::new();
+        run(backend, program, &mut commands.as_bytes(), &mut out, true).expect("in-memory io");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn replay_steps_forward_and_back_exactly() {
+        let trace = crate::debugger::fixtures::nested_calls();
+        let mut b = ReplayBackend::new(&trace);
+        let out = transcript(&mut b, &trace.program, "step\nstep\nnext\nnext\nnext\nstep\nreturn\nback\nback\nrcall\n");
+        let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
+        let expect = [
+            "[call] :12 depth=0 | def main():",
+            "[line] :13 depth=0 |     return total([1, -2])",
+            "[call] :6 depth=1 | def total(xs):",
+            "[line] :7 depth=1 |     t = 0",
+            "[line] :8 depth=1 |     for x in xs:",
+            "[line] :9 depth=1 |         t += absolute(x)",
+            "[call] :1 depth=2 | def absolute(x):",
+            "[return] :4 depth=2 |     return x",
+            "[inv_line] :4 depth=2 |     return x",
+            "[inv_line] :2 depth=2 |     if x < 0:",
+            "[inv_call] :1 depth=2 | def absolute(x):",
+        ];
+        assert_eq!(states, expect, "{out}");
+    }
+
+    #[test]
+    fn back_from_the_exit_and_past_the_start() {
+        let trace = crate::debugger::fixtures::nested_calls();
+        let mut b = ReplayBackend::new(&trace);
+        let out = transcript(&mut b, &trace.program, "continue\nstep\nback\nrcall\nback\nback\n");
+        assert!(out.contains("[exit] normal"), "{out}");
+        assert!(out.contains("*** the program has finished"), "{out}");
+        assert!(out.contains("[inv_return] :13 depth=0"), "{out}");
+        assert!(out.contains("[inv_call] :12 depth=0 | def main():"), "{out}");
+        assert!(out.contains("[entry]"), "{out}");
+        assert!(out.contains("*** already at the start"), "{out}");
+    }
+
+    #[test]
+    fn predictor_backend_with_the_oracle_follows_the_trace_and_undoes() {
+        let trace = crate::debugger::fixtures::nested_calls();
+        let oracle = crate::debugger::predictor::OraclePredictor::new(vec![trace.clone()]);
+        let mut b = PredictorBackend::new(oracle, &trace);
+        let out = transcript(&mut b, &trace.program, "step\nstep\nbreak 10\nnext\nback\nreturn\ncontinue\nstep\nrnext\n");
+        let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
+        assert_eq!(
+            states,
+            [
+                "[call] def main():",
+                "[line]     return total([1, -2])",
+                "[call] def total(xs):",
+                "[line]     return t",
+                "[return]     return t",
+                "[line]     return t",
+                "[return]     return t",
+                "[exit] normal",
+            ],
+            "{out}"
+        );
+        assert!(out.contains("locals: {\"xs\": \"[1, -2]\", \"t\": \"3\", \"x\": \"-2\"}"), "{out}");
+        assert!(out.contains("*** the program has finished"), "{out}");
+        assert!(out.contains("*** the neural backend runs forward only"), "{out}");
+    }
 }
