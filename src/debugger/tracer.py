@@ -120,6 +120,7 @@ def main():
             state["next_id"] += 1
             frames.append((frame, state["next_id"]))
         depth = len(frames) - 1
+        lineno = frame.f_lineno or 0
         frame_id = frames[-1][1] if frames else 0
         if event in ("call", "line"):
             local_pairs = [[name, safe_repr(value)] for name, value in frame.f_locals.items()
@@ -134,8 +135,8 @@ def main():
             "depth": depth,
             "frame": frame_id,
             "func": frame.f_code.co_name,
-            "lineno": frame.f_lineno,
-            "src": src_of(frame.f_lineno),
+            "lineno": lineno,
+            "src": src_of(lineno),
             "locals": local_pairs,
             "value": value,
         }

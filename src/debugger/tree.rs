@@ -143,9 +143,9 @@ pub struct StateTree {
 fn with_parents(mut nodes: Vec<Node>) -> Vec<Node> {
     // The parent of a node is the latest preceding node one level up.
     let mut last_at_depth: Vec<usize> = Vec::new();
-    for i in 0..nodes.len() {
-        let d = nodes[i].depth;
-        nodes[i].parent = if d == 0 { None } else { last_at_depth.get(d - 1).copied() };
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let d = node.depth;
+        node.parent = if d == 0 { None } else { last_at_depth.get(d - 1).copied() };
         last_at_depth.truncate(d);
         last_at_depth.push(i);
     }
@@ -323,8 +323,11 @@ mod tests {
     use super::*;
     use crate::debugger::trace::{Limit, Trace, TRACE_FORMAT_VERSION};
 
-    /// Build a trace from `(event, depth, frame, src, locals)` rows.
-    fn trace(rows: &[(EventKind, usize, u64, &str, &[(&str, &str)])], exit: ExitKind) -> Trace {
+    /// `(event, depth, frame, src, locals)`.
+    type Row<'a> = (EventKind, usize, u64, &'a str, &'a [(&'a str, &'a str)]);
+
+    /// Build a trace from rows.
+    fn trace(rows: &[Row], exit: ExitKind) -> Trace {
         let events = rows
             .iter()
             .map(|(event, depth, frame, src, locals)| TraceEvent {
