@@ -141,7 +141,11 @@ enum Command {
 fn load_trace(source: &Source, limits: &LimitArgs) -> Result<trace::Trace> {
     if let Some(path) = &source.trace {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        return serde_json::from_str(&text).with_context(|| format!("parsing trace {}", path.display()));
+        let t: trace::Trace = serde_json::from_str(&text).with_context(|| format!("parsing trace {}", path.display()))?;
+        if t.format_version != trace::TRACE_FORMAT_VERSION {
+            bail!("{}: trace format_version {} is not supported (expected {})", path.display(), t.format_version, trace::TRACE_FORMAT_VERSION);
+        }
+        return Ok(t);
     }
     let (Some(code), Some(call)) = (&source.code, &source.call) else {
         bail!("give --code FILE --call EXPR, or --trace FILE");

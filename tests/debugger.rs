@@ -152,6 +152,27 @@ fn debug_front_end_reads_commands_from_stdin() {
 }
 
 #[test]
+fn debug_replays_a_saved_trace_and_reports_the_exception() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let code_path = write_code(dir.path(), "def f(xs):\n    total = 0\n    for x in xs:\n        total += 10 // x\n    return total\n");
+    let trace_path = dir.path().join("t.json").display().to_string();
+    stdout_ok(&["trace", "--code", &code_path, "--call", "f([5, 0])", "--out", &trace_path], "");
+    let out = stdout_ok(&["debug", "--trace", &trace_path], "break total += 10 // x\nnext\nnext\nnext\ncontinue\n");
+    assert!(out.contains("[line] f:4 depth=1 |         total += 10 // x\n  locals: {\"xs\": \"[5, 0]\", \"total\": \"0\", \"x\": \"5\"}"), "{out}");
+    assert!(out.contains("[exception] f:4 depth=1"), "{out}");
+    assert!(out.contains("  value: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
+    assert!(out.contains("[exit] error: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
+    // A syntax error is data too: the trace exits with error before any event.
+    let broken = trace_json("def f(:\n    pass\n", "f()", &[]);
+    assert_eq!((broken.exit, broken.events.len()), (ExitKind::Error, 0));
+    assert!(broken.exception.as_deref().is_some_and(|e| e.starts_with("SyntaxError")), "{:?}", broken.exception);
+    let mut bad = serde_json::to_value(&broken).expect("to json");
+    bad["format_version"] = 99.into();
+    std::fs::write(&trace_path, bad.to_string()).expect("write");
+    assert!(!run(&["debug", "--trace", &trace_path], "").status.success());
+}
+
+#[test]
 fn trace_dataset_is_seeded_and_serialized_in_the_grammar() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = sample_subset(dir.path(), 6);

@@ -1,6 +1,6 @@
 //! The `NextStatePredictor` interface, an oracle that replays recorded traces, a baseline.
 
-use super::grammar::{parse_frame, parse_prompt, serialize_action, EmitState, Frame, GrammarError};
+use super::grammar::{parse_frame, parse_prompt, serialize_action, Arg, EmitState, Frame, GrammarError};
 use super::sampler::{context_for, entry_points, tree_for};
 use super::trace::Trace;
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
@@ -88,6 +88,14 @@ impl NextStatePredictor for OraclePredictor {
             }
             for entry in entry_points(&self.traces[t], direction) {
                 let trace = &self.traces[t];
+                // Cheap exact filter: a forward trajectory starts at its entry's call frame.
+                if direction == Direction::Forward {
+                    let e = &trace.events[entry];
+                    let call = Frame::State { event: NodeKind::Call, src: e.src.clone(), arg: Arg::Locals(e.locals.clone()) };
+                    if call != *first {
+                        continue;
+                    }
+                }
                 let tree = self.trees.entry((t, entry, direction)).or_insert_with(|| tree_for(trace, entry, direction));
                 let Some(tree) = tree.as_ref() else { continue };
                 if EmitState::default().frame(tree, Target::Node(0), true) != *first {

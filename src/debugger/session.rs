@@ -93,6 +93,8 @@ pub struct ReplayBackend {
     forward: StateTree,
     inverse: StateTree,
     pos: Pos,
+    /// The uncaught exception, shown at an `error` exit of the whole trace.
+    exception: Option<String>,
 }
 
 impl ReplayBackend {
@@ -101,7 +103,7 @@ impl ReplayBackend {
         let scope = trace.whole();
         let forward = StateTree::forward(&scope);
         let pos = if forward.nodes.is_empty() { Pos::Exit(scope.exit) } else { Pos::Forward(0) };
-        ReplayBackend { inverse: StateTree::inverse(&scope), forward, pos }
+        ReplayBackend { inverse: StateTree::inverse(&scope), forward, pos, exception: trace.exception.clone() }
     }
 
     /// Current `(tree, node)`, if at a state.
@@ -143,7 +145,10 @@ fn render_locals(locals: &[(String, String)]) -> String {
 impl DebugBackend for ReplayBackend {
     fn show(&self) -> String {
         match self.pos {
-            Pos::Exit(e) => format!("[exit] {}", e.as_str()),
+            Pos::Exit(e) => match (&self.exception, e) {
+                (Some(exc), ExitKind::Error) => format!("[exit] error: {exc}"),
+                _ => format!("[exit] {}", e.as_str()),
+            },
             Pos::Entry => "[entry] start of the trace (step to run forward)".into(),
             Pos::Forward(_) | Pos::Inverse(_) => {
                 let Some((tree, i)) = self.node() else { return String::new() };
