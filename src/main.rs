@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use deepdebug::debugger::{cruxeval, dataset, eval, grammar, predictor, record, sampler, session, trace};
+use deepdebug::debugger::{cruxeval, dataset, eval, predictor, record, sampler, session, trace};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -177,11 +177,7 @@ fn run(command: Command) -> Result<()> {
         Command::Trace { source, limits, grammar: as_grammar, out } => {
             let t = load_trace(&source, &limits)?;
             let text = if as_grammar {
-                let tree = deepdebug::debugger::tree::StateTree::forward(&t.whole());
-                let steps = vec![deepdebug::debugger::tree::Action::StepInto; tree.nodes.len()];
-                let context = sampler::context_for(&t, deepdebug::debugger::tree::Direction::Forward);
-                let traj = grammar::replay(&tree, &context, 0, &steps).context("replaying the trace")?;
-                format!("{}\n", traj.serialize())
+                format!("{}\n", sampler::step_into_trajectory(&t).serialize())
             } else {
                 format!("{}\n", serde_json::to_string_pretty(&t)?)
             };
@@ -220,17 +216,7 @@ fn run(command: Command) -> Result<()> {
         Command::EvalNextState { input, seed, per_trace, predictor: choice, limits } => {
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
             let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()).into_iter().filter_map(Result::ok).collect();
-            let config = sampler::SamplerConfig::standard();
-            let mut trajectories = Vec::new();
-            for (i, t) in traces.iter().enumerate() {
-                let mut rng = sampler::Rng::new(seed ^ (i as u64).wrapping_mul(0x9E37_79B9));
-                for _ in 0..per_trace {
-                    if let Some(s) = sampler::sample_trajectory(t, &mut rng, &config) {
-                        trajectories.push(s.trajectory);
-                    }
-                }
-            }
-            let cases = eval::cases(&trajectories);
+            let cases = eval::sample_cases(&traces, per_trace, seed, &sampler::SamplerConfig::standard());
             let mut p = make_predictor(choice, traces);
             let report = eval::evaluate(p.as_mut(), &cases);
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
@@ -238,11 +224,7 @@ fn run(command: Command) -> Result<()> {
         Command::EvalCruxeval { input, predictor: choice, limits } => {
             let rows: Vec<cruxeval::CruxRow> = dataset::read_jsonl(&input)?;
             let limits = limits.limits();
-            let fn_rows: Vec<sampler::FunctionRow> = rows
-                .iter()
-                .map(|r| sampler::FunctionRow { code: r.code.clone(), input: r.input.clone(), id: Some(r.id.clone()), output: Some(r.output.clone()), entry: None })
-                .collect();
-            let traces: Vec<Option<trace::Trace>> = dataset::record_rows(&fn_rows, &limits).into_iter().map(Result::ok).collect();
+            let traces = cruxeval::record(&rows, &limits);
             let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect());
             let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))

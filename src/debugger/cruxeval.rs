@@ -4,7 +4,8 @@
 use super::grammar::{replay, serialize_action, serialize_locals, Arg, Frame};
 use super::predictor::{NextStatePredictor, Prompt};
 use super::record::{run_python, RecordError, RecordLimits};
-use super::sampler::context_for;
+use super::dataset::record_rows;
+use super::sampler::{context_for, FunctionRow};
 use super::trace::{EventKind, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
 use serde::{Deserialize, Serialize};
@@ -79,6 +80,16 @@ pub struct CruxReport {
     pub rows: usize,
     pub pass_at_1: PassAt1,
     pub results: Vec<CruxRowResult>,
+}
+
+/// Record the reference trace of every row (`None` where recording failed), in order.
+#[must_use]
+pub fn record(rows: &[CruxRow], limits: &RecordLimits) -> Vec<Option<Trace>> {
+    let fn_rows: Vec<FunctionRow> = rows
+        .iter()
+        .map(|r| FunctionRow { code: r.code.clone(), input: r.input.clone(), id: Some(r.id.clone()), output: Some(r.output.clone()), entry: None })
+        .collect();
+    record_rows(&fn_rows, limits).into_iter().map(Result::ok).collect()
 }
 
 /// Index of the first call of `f` (depth 1, right under `main`).

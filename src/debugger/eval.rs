@@ -2,6 +2,8 @@
 
 use super::grammar::{parse_frame, Arg, Frame, Trajectory};
 use super::predictor::{NextStatePredictor, Prompt};
+use super::sampler::{sample_trajectories, SamplerConfig};
+use super::trace::Trace;
 use super::tree::{Action, ActionKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -97,6 +99,19 @@ pub fn cases(trajectories: &[Trajectory]) -> Vec<Case> {
         }
     }
     out
+}
+
+/// Cases from trajectories sampled exactly as `trace-dataset` samples them (same seed, same
+/// trajectories), so a held-out JSONL evaluates like a validation split.
+#[must_use]
+pub fn sample_cases(traces: &[Trace], per_trace: usize, seed: u64, config: &SamplerConfig) -> Vec<Case> {
+    let trajectories: Vec<Trajectory> = traces
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| sample_trajectories(t, i, per_trace, seed, config))
+        .map(|(_, s)| s.trajectory)
+        .collect();
+    cases(&trajectories)
 }
 
 /// Evaluate a predictor on cases: exact match and per-component match, per action kind.

@@ -145,6 +145,32 @@ pub fn tree_for(trace: &Trace, call_index: usize, direction: Direction) -> Optio
     })
 }
 
+/// The whole trace as one forward trajectory of `step_into` actions (the recorded order).
+#[must_use]
+pub fn step_into_trajectory(trace: &Trace) -> Trajectory {
+    let scope = trace.whole();
+    let tree = StateTree::forward(&scope);
+    let context = context_for(trace, Direction::Forward);
+    if tree.nodes.is_empty() {
+        return Trajectory {
+            context,
+            direction: Direction::Forward,
+            frames: vec![super::grammar::Frame::Exit { exit: scope.exit }],
+            actions: Vec::new(),
+            targets: vec![Target::Exit(scope.exit)],
+        };
+    }
+    let steps = vec![Action::StepInto; tree.nodes.len()];
+    // step_into never fails on a forward tree, and it reaches the exit after one step per node.
+    replay(&tree, &context, 0, &steps).unwrap_or_else(|_| Trajectory {
+        context: String::new(),
+        direction: Direction::Forward,
+        frames: Vec::new(),
+        actions: Vec::new(),
+        targets: Vec::new(),
+    })
+}
+
 /// A sampled trajectory with its entry point.
 #[derive(Debug, Clone)]
 pub struct Sampled {
@@ -218,15 +244,21 @@ pub struct SampleRow {
     pub text: String,
 }
 
-/// Sample `per_trace` rows from one trace. The RNG is derived from `seed` and `source_index`
-/// so rows do not depend on processing order.
+/// Sample up to `per_trace` trajectories from one trace (with their sample numbers). The RNG
+/// is derived from `seed` and `source_index`, so results do not depend on processing order.
+#[must_use]
+pub fn sample_trajectories(trace: &Trace, source_index: usize, per_trace: usize, seed: u64, config: &SamplerConfig) -> Vec<(usize, Sampled)> {
+    let mut rng = Rng::new(seed ^ (source_index as u64).wrapping_mul(0xA076_1D64_78BD_642F));
+    (0..per_trace).filter_map(|sample| Some((sample, sample_trajectory(trace, &mut rng, config)?))).collect()
+}
+
+/// Sample `per_trace` dataset rows from one trace (see [`sample_trajectories`]).
 #[must_use]
 pub fn sample_rows(trace: &Trace, source: &str, source_index: usize, per_trace: usize, seed: u64, config: &SamplerConfig) -> Vec<SampleRow> {
-    let mut rng = Rng::new(seed ^ (source_index as u64).wrapping_mul(0xA076_1D64_78BD_642F));
-    (0..per_trace)
-        .filter_map(|sample| {
-            let s = sample_trajectory(trace, &mut rng, config)?;
-            Some(SampleRow {
+    sample_trajectories(trace, source_index, per_trace, seed, config)
+        .into_iter()
+        .map(|(sample, s)| {
+            SampleRow {
                 format_version: SAMPLE_FORMAT_VERSION,
                 source: source.to_string(),
                 sample,
@@ -234,7 +266,7 @@ pub fn sample_rows(trace: &Trace, source: &str, source_index: usize, per_trace: 
                 entry_call: s.entry_call,
                 actions: s.trajectory.actions.clone(),
                 text: s.trajectory.serialize(),
-            })
+            }
         })
         .collect()
 }
