@@ -165,25 +165,36 @@ pub struct EmitState {
 impl EmitState {
     /// The frame for a target, updating the delta state. `full` forces full locals
     /// (breakpoint targets).
+    ///
+    /// Locals are delta-encoded against the previously emitted *state* when it belongs to
+    /// the same call instance, even if that frame displayed a value (a return or exception
+    /// state still has locals). This reproduces Fig. C.1b, where the `inv_line` after an
+    /// `inv_return` shows `{"..": ".."}`. Call frames and breakpoint targets are always full;
+    /// after a change of call instance the dict is full as well.
     pub fn frame(&mut self, tree: &StateTree, target: Target, full: bool) -> Frame {
         let i = match target {
             Target::Node(i) => i,
-            Target::Exit(exit) => return Frame::Exit { exit },
-            Target::Entry => return Frame::Entry,
+            Target::Exit(exit) => {
+                self.previous = None;
+                return Frame::Exit { exit };
+            }
+            Target::Entry => {
+                self.previous = None;
+                return Frame::Entry;
+            }
         };
         let node = &tree.nodes[i];
         let event = tree.event_of(i);
-        let has_locals = matches!(node.kind, NodeKind::Call | NodeKind::Line | NodeKind::InvCall | NodeKind::InvLine | NodeKind::InvLineCall);
-        if !has_locals {
-            self.previous = None;
+        let previous = self.previous.replace((event.frame, event.locals.clone()));
+        let shows_value = matches!(node.kind, NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException);
+        if shows_value {
             return Frame::State { event: node.kind, src: event.src.clone(), arg: Arg::Value(event.value.clone().unwrap_or_default()) };
         }
         let is_call = matches!(node.kind, NodeKind::Call | NodeKind::InvCall);
-        let locals = match &self.previous {
-            Some((frame, before)) if !full && !is_call && *frame == event.frame => delta(before, &event.locals),
+        let locals = match previous {
+            Some((frame, before)) if !full && !is_call && frame == event.frame => delta(&before, &event.locals),
             _ => event.locals.clone(),
         };
-        self.previous = Some((event.frame, event.locals.clone()));
         Frame::State { event: node.kind, src: event.src.clone(), arg: Arg::Locals(locals) }
     }
 }
@@ -493,7 +504,7 @@ mod tests {
             ev(Call, 1, 2, "def count(s, t):", &st, None),
             ev(Line, 1, 2, "    n = 0", &st, None),
             ev(Line, 1, 2, "    for c in s:", &[("s", "'ab'"), ("t", "'b'"), ("n", "0")], None),
-            ev(Return, 1, 2, "    return n", &[], Some("1")),
+            ev(Return, 1, 2, "    return n", &[("s", "'ab'"), ("t", "'b'"), ("n", "0")], Some("1")),
             ev(Return, 0, 1, "    return count(\"ab\", \"b\")", &[], Some("1")),
         ];
         Trace {
@@ -542,8 +553,8 @@ mod tests {
         let traj = replay(&tree, "", 0, &[Action::InvStepInto, Action::InvStepInto, Action::InvStepInto, Action::InvStepInto]).expect("inverse");
         let text = traj.serialize();
         assert!(text.contains("<|frame_sep|><|inv_return_sep|><|src_sep|>    return n<|arg_sep|>\"1\"<|action_sep|><|inv_step_into|>"), "{text}");
-        // After a return (no locals) the first line shows everything; then a delta.
-        assert!(text.contains("<|inv_line_sep|><|src_sep|>    for c in s:<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\", \"n\": \"0\"}"), "{text}");
+        // As in Fig. C.1b: deltas are against the (hidden) locals of the return state.
+        assert!(text.contains("<|inv_return_sep|><|src_sep|>    return n<|arg_sep|>\"1\"<|action_sep|><|inv_step_into|><|frame_sep|><|inv_line_sep|><|src_sep|>    for c in s:<|arg_sep|>{\"..\": \"..\"}"), "{text}");
         assert!(text.contains("<|inv_line_sep|><|src_sep|>    n = 0<|arg_sep|>{\"..\": \"..\"}"), "{text}");
         assert!(text.contains("<|inv_call_sep|><|src_sep|>def count(s, t):<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\"}"), "{text}");
         assert!(text.ends_with("<|frame_sep|><|inv_exit_entry|><|trace_end|><|end_of_text|>"), "{text}");
