@@ -1,5 +1,6 @@
 //! deepdebug: automatic repair of Python programs (library root).
 
+pub mod debugger;
 pub mod python;
 pub mod process;
 pub mod pytest;

@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Find a patch that makes the failing pytest tests pass, and print it as a diff.
     Fix(cli::fix::FixArgs),
+    #[command(flatten)]
+    Debugger(cli::debugger::DebuggerCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +30,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Fix(args) => cli::fix::run(&args),
+        Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
     };
     match result {
         Ok(code) => code.into(),

@@ -1,5 +1,6 @@
 //! Subcommand front ends: argument structs, console output and progress bars.
 
+pub mod debugger;
 pub mod fix;
 
 use std::time::Duration;

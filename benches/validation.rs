@@ -1,0 +1,109 @@
+//! Benchmark: candidates validated per second by the fork-server engine vs. one pytest process per run.
+
+use deepdebug::localize::localize;
+use deepdebug::project::{copy_tree, Project};
+use deepdebug::pytest::{Pytest, RunSpec};
+use deepdebug::repair::candidate::{self, GenerateLimits};
+use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A generated project: `modules` modules of `functions` functions, one test per function,
+/// and one comparison bug in the first function.
+fn make_project(dir: &Path, modules: usize, functions: usize) {
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(dir.join("pkg/__init__.py"), "").unwrap();
+    for m in 0..modules {
+        let mut src = String::from("import json\nimport statistics\nimport decimal\n\n");
+        let mut tests = format!("from pkg.mod{m} import *\n\n");
+        for f in 0..functions {
+            let op = if m == 0 && f == 0 { ">" } else { ">=" };
+            writeln!(
+                src,
+                "def f{f}(xs, k={f}):\n    out = []\n    for x in xs:\n        if x {op} k:\n            out.append(x - k)\n    return sorted(out)\n"
+            )
+            .unwrap();
+            writeln!(
+                tests,
+                "def test_f{f}():\n    assert f{f}([{f}, {a}, {b}]) == [0, {da}, {db}]\n",
+                a = f + 3,
+                b = f + 7,
+                da = 3,
+                db = 7
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.join(format!("pkg/mod{m}.py")), src).unwrap();
+        std::fs::write(dir.join(format!("tests/test_mod{m}.py")), tests).unwrap();
+    }
+}
+
+struct Measure {
+    per_second: f64,
+    outcomes: Vec<&'static str>,
+}
+
+fn main() {
+    let sizes: &[(&str, usize, usize)] = &[("small", 1, 5), ("medium", 8, 15), ("large", 30, 20)];
+    let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let pytest = Pytest::new(Path::new("python3")).expect("python3 with pytest");
+    println!("validation engine benchmark: {candidates_per_run} candidates per engine, 1 worker");
+    println!("{:<8} {:>6} {:>14} {:>14} {:>8}", "project", "tests", "subprocess/s", "fork/s", "ratio");
+    for &(name, modules, functions) in sizes {
+        let dir = tempfile::tempdir().unwrap();
+        make_project(dir.path(), modules, functions);
+        let project = Project::load(dir.path()).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        copy_tree(project.root(), scratch.path()).unwrap();
+        let baseline = pytest
+            .run(&RunSpec {
+                root: scratch.path(),
+                selectors: &[],
+                coverage: true,
+                per_test_timeout: Some(Duration::from_secs(10)),
+                session_timeout: Duration::from_secs(300),
+                exit_first: false,
+            })
+            .unwrap();
+        let localization = localize(&project, &baseline);
+        let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default());
+        candidates.truncate(candidates_per_run);
+        let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
+        let passing: BTreeSet<String> =
+            baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
+        let measure = |engine: EngineChoice| -> Measure {
+            let config = LabConfig {
+                root: project.root(),
+                selectors: &[],
+                failing: failing.clone(),
+                passing: passing.clone(),
+                total_tests: baseline.tests.len(),
+                timeouts: Timeouts::from_baseline(&baseline),
+                deadline: Instant::now() + Duration::from_secs(3600),
+                jobs: 1,
+                stop_after_plausible: usize::MAX,
+                engine,
+            };
+            let start = Instant::now();
+            let validated = lab::run(&pytest, &config, &candidates, &|_| {}).unwrap();
+            let elapsed = start.elapsed().as_secs_f64();
+            Measure {
+                per_second: validated.len() as f64 / elapsed,
+                outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
+            }
+        };
+        let slow = measure(EngineChoice::Subprocess);
+        let fast = measure(EngineChoice::Fork);
+        assert_eq!(slow.outcomes, fast.outcomes, "engines disagree on {name}");
+        println!(
+            "{name:<8} {:>6} {:>14.2} {:>14.2} {:>7.1}x",
+            baseline.tests.len(),
+            slow.per_second,
+            fast.per_second,
+            fast.per_second / slow.per_second
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! Neural-debugger subcommands: `trace`, `debug`, `trace-dataset`, `eval-next-state`, `eval-cruxeval`.
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use deepdebug::debugger::{cruxeval, dataset, eval, predictor, record, sampler, session, trace};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the traced program comes from.
+#[derive(clap::Args)]
+pub struct Source {
+    /// Python file defining the function(s).
+    #[arg(long, conflicts_with = "trace")]
+    code: Option<PathBuf>,
+    /// Call expression to trace, e.g. 'f(1, [2, 3])'.
+    #[arg(long, requires = "code")]
+    call: Option<String>,
+    /// A trace JSON written by `deepdebug trace` (instead of --code/--call).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct LimitArgs {
+    /// Wall-clock limit per traced call, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// Event cap: a trace that reaches it exits `never` (infinite loop).
+    #[arg(long, default_value_t = 10_000)]
+    max_events: usize,
+    /// Longest repr kept for a value, in characters.
+    #[arg(long, default_value_t = 300)]
+    max_repr: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> record::RecordLimits {
+        record::RecordLimits {
+            timeout: Duration::from_secs_f64(self.timeout.max(0.1)),
+            max_events: self.max_events,
+            max_repr: self.max_repr,
+            ..record::RecordLimits::standard()
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Backend {
+    /// Replay the recorded trace (exact, including stepping back).
+    Real,
+    /// The neural code path (serialize, predict, parse) with the replaying oracle predictor.
+    Oracle,
+    /// A trained model (not available yet).
+    Neural,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PredictorChoice {
+    /// Replays the recorded traces (scores 100%).
+    Oracle,
+    /// Predicts that nothing changes (a floor).
+    CopyLast,
+}
+
+#[derive(Subcommand)]
+pub enum DebuggerCommand {
+    /// Record a Python call with sys.settrace and print the trace as JSON.
+    Trace {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        limits: LimitArgs,
+        /// Print the step_into trajectory in the token grammar instead of JSON.
+        #[arg(long)]
+        grammar: bool,
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Interactive pdb-like debugger; reads commands from stdin.
+    Debug {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[arg(long, value_enum, default_value_t = Backend::Real)]
+        backend: Backend,
+    },
+    /// Sample grammar-serialized trajectories from a JSONL of {code, input[, id, entry]}.
+    TraceDataset {
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Trajectories sampled per function row.
+        #[arg(long, default_value_t = 4)]
+        per_trace: usize,
+        #[arg(long, default_value_t = 32)]
+        max_actions: usize,
+        #[arg(long, default_value_t = 0.5)]
+        inverse_fraction: f64,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Next-state exact match (overall and per component) per action, as JSON.
+    EvalNextState {
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 4)]
+        per_trace: usize,
+        #[arg(long, value_enum, default_value_t = PredictorChoice::Oracle)]
+        predictor: PredictorChoice,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// CruxEval-style pass@1 (output: step_return, breakpoint; input: inv_step_call), as JSON.
+    EvalCruxeval {
+        /// JSONL of {code, input, output, id}.
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, value_enum, default_value_t = PredictorChoice::Oracle)]
+        predictor: PredictorChoice,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+}
+
+fn load_trace(source: &Source, limits: &LimitArgs) -> Result<trace::Trace> {
+    if let Some(path) = &source.trace {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let t: trace::Trace = serde_json::from_str(&text).with_context(|| format!("parsing trace {}", path.display()))?;
+        if t.format_version != trace::TRACE_FORMAT_VERSION {
+            bail!("{}: trace format_version {} is not supported (expected {})", path.display(), t.format_version, trace::TRACE_FORMAT_VERSION);
+        }
+        return Ok(t);
+    }
+    let (Some(code), Some(call)) = (&source.code, &source.call) else {
+        bail!("give --code FILE --call EXPR, or --trace FILE");
+    };
+    let text = std::fs::read_to_string(code).with_context(|| format!("reading {}", code.display()))?;
+    Ok(record::record_call(&text, call, &limits.limits())?)
+}
+
+fn write_out(out: Option<&Path>, text: &str) -> Result<()> {
+    match out {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            Ok(stdout.flush()?)
+        }
+    }
+}
+
+fn make_predictor(choice: PredictorChoice, traces: Vec<trace::Trace>) -> Box<dyn predictor::NextStatePredictor> {
+    match choice {
+        PredictorChoice::Oracle => Box::new(predictor::OraclePredictor::new(traces)),
+        PredictorChoice::CopyLast => Box::new(predictor::CopyLastPredictor),
+    }
+}
+
+pub fn run(command: DebuggerCommand) -> Result<()> {
+    match command {
+        DebuggerCommand::Trace { source, limits, grammar: as_grammar, out } => {
+            let t = load_trace(&source, &limits)?;
+            let text = if as_grammar {
+                format!("{}\n", sampler::step_into_trajectory(&t).serialize())
+            } else {
+                format!("{}\n", serde_json::to_string_pretty(&t)?)
+            };
+            write_out(out.as_deref(), &text)
+        }
+        DebuggerCommand::Debug { source, limits, backend } => {
+            let t = load_trace(&source, &limits)?;
+            let stdin = std::io::stdin();
+            let echo = !stdin.is_terminal();
+            let mut input = stdin.lock();
+            let mut stdout = std::io::stdout().lock();
+            let input: &mut dyn BufRead = &mut input;
+            match backend {
+                Backend::Real => session::run(&mut session::ReplayBackend::new(&t), &t.program, input, &mut stdout, echo)?,
+                Backend::Oracle => {
+                    let mut b = session::PredictorBackend::new(predictor::OraclePredictor::new(vec![t.clone()]), &t);
+                    session::run(&mut b, &t.program, input, &mut stdout, echo)?;
+                }
+                Backend::Neural => bail!("the neural backend needs a trained model, which is not implemented yet (see docs/neural-debugger.md); use --backend real or oracle"),
+            }
+            Ok(())
+        }
+        DebuggerCommand::TraceDataset { input, out, seed, per_trace, max_actions, inverse_fraction, limits } => {
+            let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
+            let config = sampler::SamplerConfig { max_actions, inverse_fraction, ..sampler::SamplerConfig::standard() };
+            let (samples, stats) = dataset::generate(&rows, &limits.limits(), per_trace, seed, &config);
+            let mut text = String::new();
+            for s in &samples {
+                text.push_str(&serde_json::to_string(s)?);
+                text.push('\n');
+            }
+            std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
+            eprintln!("{}", serde_json::to_string(&stats)?);
+            Ok(())
+        }
+        DebuggerCommand::EvalNextState { input, seed, per_trace, predictor: choice, limits } => {
+            let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
+            let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()).into_iter().filter_map(Result::ok).collect();
+            let cases = eval::sample_cases(&traces, per_trace, seed, &sampler::SamplerConfig::standard());
+            let mut p = make_predictor(choice, traces);
+            let report = eval::evaluate(p.as_mut(), &cases);
+            write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
+        }
+        DebuggerCommand::EvalCruxeval { input, predictor: choice, limits } => {
+            let rows: Vec<cruxeval::CruxRow> = dataset::read_jsonl(&input)?;
+            let limits = limits.limits();
+            let traces = cruxeval::record(&rows, &limits);
+            let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect());
+            let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;
+            write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
+        }
+    }
+}
+

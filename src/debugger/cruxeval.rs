@@ -1,0 +1,318 @@
+//! CruxEval-style harness: output prediction (step_return, breakpoint) and input prediction
+//! (inv_step_call), scored pass@1 by executing the prediction in Python.
+
+use super::grammar::{replay, serialize_action, serialize_locals, Arg, Frame};
+use super::predictor::{NextStatePredictor, Prompt};
+use super::record::{run_python, RecordError, RecordLimits};
+use super::dataset::record_rows;
+use super::sampler::{context_for, FunctionRow};
+use super::trace::{EventKind, Trace};
+use super::tree::{Action, Direction, NodeKind, StateTree, Target};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsStr;
+
+/// Version of [`CruxReport`].
+pub const CRUX_FORMAT_VERSION: u32 = 1;
+
+/// One CruxEval row: `f(INPUT) == OUTPUT`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CruxRow {
+    pub code: String,
+    pub input: String,
+    pub output: String,
+    pub id: String,
+}
+
+/// Result of one task on one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    /// The prediction was made but does not satisfy the check.
+    Fail,
+    /// The predictor failed, or predicted a frame of the wrong kind.
+    NoPrediction,
+    /// The reference trace could not be recorded or has no call of `f`.
+    SetupFailed,
+}
+
+/// One task's outcome and the predicted value (a repr, or the argument dict).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub outcome: Outcome,
+    pub prediction: Option<String>,
+    /// The check to run (filled in by the batch runner).
+    #[serde(skip)]
+    script: Option<String>,
+}
+
+impl TaskResult {
+    fn setup() -> TaskResult {
+        TaskResult { outcome: Outcome::SetupFailed, prediction: None, script: None }
+    }
+
+    fn none() -> TaskResult {
+        TaskResult { outcome: Outcome::NoPrediction, prediction: None, script: None }
+    }
+}
+
+/// Per-row results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CruxRowResult {
+    pub id: String,
+    pub output_step_return: TaskResult,
+    pub output_breakpoint: TaskResult,
+    pub input_inv_step_call: TaskResult,
+}
+
+/// pass@1 (greedy, one sample) per task, in [0, 1].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassAt1 {
+    pub output_step_return: f64,
+    pub output_breakpoint: f64,
+    pub input_inv_step_call: f64,
+}
+
+/// The report of `deepdebug eval-cruxeval`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CruxReport {
+    pub format_version: u32,
+    pub rows: usize,
+    pub pass_at_1: PassAt1,
+    pub results: Vec<CruxRowResult>,
+}
+
+/// Record the reference trace of every row (`None` where recording failed), in order.
+#[must_use]
+pub fn record(rows: &[CruxRow], limits: &RecordLimits) -> Vec<Option<Trace>> {
+    let fn_rows: Vec<FunctionRow> = rows
+        .iter()
+        .map(|r| FunctionRow { code: r.code.clone(), input: r.input.clone(), id: Some(r.id.clone()), output: Some(r.output.clone()), entry: None })
+        .collect();
+    record_rows(&fn_rows, limits).into_iter().map(Result::ok).collect()
+}
+
+/// Index of the first call of `f` (depth 1, right under `main`).
+fn f_call(trace: &Trace) -> Option<usize> {
+    trace.events.iter().position(|e| e.event == EventKind::Call && e.depth == 1)
+}
+
+fn value_of(frame: &Frame, kind: NodeKind) -> Option<String> {
+    match frame {
+        Frame::State { event, arg: Arg::Value(v), .. } if *event == kind => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// Predictions for the three tasks of one row; outcomes stay `Fail` with a pending check
+/// script until [`evaluate`] runs the checks.
+fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor) -> CruxRowResult {
+    let setup = || CruxRowResult {
+        id: row.id.clone(),
+        output_step_return: TaskResult::setup(),
+        output_breakpoint: TaskResult::setup(),
+        input_inv_step_call: TaskResult::setup(),
+    };
+    let Some(f) = f_call(trace) else { return setup() };
+    let fwd = StateTree::forward(&trace.whole());
+    // Prompt: main's call, step_into, main's line, step_into, f's call frame.
+    let Ok(traj) = replay(&fwd, &context_for(trace, Direction::Forward), 0, &[Action::StepInto, Action::StepInto]) else { return setup() };
+    if traj.targets.get(2) != Some(&Target::Node(f)) {
+        return setup();
+    }
+    let prefix = traj.prefix(2);
+    let check_output = |value: Option<String>| match value {
+        Some(v) => {
+            let script = format!("{}\n\n__pred = eval({})\nassert f({}) == __pred\n", row.code.trim_end(), json(&v), row.input);
+            TaskResult { outcome: Outcome::Fail, prediction: Some(v), script: Some(script) }
+        }
+        None => TaskResult::none(),
+    };
+
+    // Output via step_return: the target is f's return frame.
+    let step_return = predictor.predict_frame(&Prompt { prefix: &prefix, action: &Action::StepReturn }).ok();
+    let output_step_return = check_output(step_return.and_then(|fr| value_of(&fr, NodeKind::Return)));
+
+    // Output via breakpoint on f's return line: the target is that line (full locals); one
+    // step_over then yields the return value.
+    let scope = trace.scope(f);
+    let return_src = scope.as_ref().and_then(|s| s.events.last()).filter(|e| e.event == EventKind::Return).map(|e| e.src.clone());
+    let output_breakpoint = match return_src {
+        None => TaskResult::setup(),
+        Some(src) => {
+            let bp = Action::Breakpoint(src);
+            match predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }) {
+                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => check_output(value_of(&frame, NodeKind::Return)),
+                Ok(frame @ Frame::State { .. }) => {
+                    let prefix2 = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
+                    let next = predictor.predict_frame(&Prompt { prefix: &prefix2, action: &Action::StepOver }).ok();
+                    check_output(next.and_then(|fr| value_of(&fr, NodeKind::Return)))
+                }
+                _ => TaskResult::none(),
+            }
+        }
+    };
+
+    // Input via inv_step_call from f's return: the target is f's call frame with its args.
+    let input_inv_step_call = match scope {
+        None => TaskResult::setup(),
+        Some(scope) => {
+            let inv = StateTree::inverse(&scope);
+            match replay(&inv, &context_for(trace, Direction::Inverse), 0, &[]) {
+                Err(_) => TaskResult::setup(),
+                Ok(t) => match predictor.predict_frame(&Prompt { prefix: &t.prefix(0), action: &Action::InvStepCall }) {
+                    Ok(Frame::State { event: NodeKind::InvCall, arg: Arg::Locals(locals), .. }) => {
+                        let dict = serialize_locals(&locals);
+                        let script = input_check(&row.code, &dict, &row.output);
+                        TaskResult { outcome: Outcome::Fail, prediction: Some(dict), script: Some(script) }
+                    }
+                    _ => TaskResult::none(),
+                },
+            }
+        }
+    };
+    CruxRowResult { id: row.id.clone(), output_step_return, output_breakpoint, input_inv_step_call }
+}
+
+fn json(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// A script asserting `f(ARGS) == OUTPUT`, where ARGS binds the predicted argument dict
+/// (name → repr) to `f`'s signature.
+fn input_check(code: &str, dict: &str, output: &str) -> String {
+    format!(
+        r#"{code}
+
+import inspect as __inspect
+__vals = {{__k: eval(__v) for __k, __v in ({dict}).items()}}
+__args, __kwargs, __skipped = [], {{}}, False
+for __p in __inspect.signature(f).parameters.values():
+    if __p.name not in __vals:
+        __skipped = True
+        continue
+    __v = __vals[__p.name]
+    if __p.kind == __p.VAR_POSITIONAL:
+        __args.extend(__v)
+    elif __p.kind == __p.VAR_KEYWORD:
+        __kwargs.update(__v)
+    elif __p.kind == __p.POSITIONAL_ONLY or (__p.kind == __p.POSITIONAL_OR_KEYWORD and not __skipped):
+        __args.append(__v)
+    else:
+        __kwargs[__p.name] = __v
+assert f(*__args, **__kwargs) == {output}
+"#,
+        code = code.trim_end()
+    )
+}
+
+const CHECK_RUNNER_PY: &str = r#"
+import json, signal, sys
+
+class _CheckTimeout(BaseException):
+    pass
+
+def _alarm(signum, frame):
+    raise _CheckTimeout()
+
+def main():
+    scripts = json.load(open(sys.argv[1], encoding="utf-8"))
+    per_check = float(sys.argv[3])
+    signal.signal(signal.SIGALRM, _alarm)
+    with open(sys.argv[2], "w", encoding="utf-8") as out:
+        for script in scripts:
+            ok = False
+            try:
+                signal.setitimer(signal.ITIMER_REAL, per_check)
+                exec(compile(script, "<check>", "exec"), {"__name__": "__check__"})
+                ok = True
+            except BaseException:
+                ok = False
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            out.write("1\n" if ok else "0\n")
+            out.flush()
+
+main()
+"#;
+
+/// Run check scripts in one sandboxed Python process (each in a fresh namespace, with its
+/// own soft timeout). A script passes iff it runs without raising; scripts that never
+/// report (the process was killed) fail.
+///
+/// # Errors
+/// Fails only if Python cannot be started.
+pub fn run_checks(scripts: &[String], limits: &RecordLimits) -> Result<Vec<bool>, RecordError> {
+    if scripts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let io = |action: &str| {
+        let action = action.to_string();
+        move |source| RecordError::Io { action, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("create a temporary directory"))?;
+    let runner = dir.path().join("checks.py");
+    let input = dir.path().join("scripts.json");
+    let results = dir.path().join("results.txt");
+    std::fs::write(&runner, CHECK_RUNNER_PY).map_err(io("write checks.py"))?;
+    std::fs::write(&input, serde_json::to_string(scripts)?).map_err(io("write scripts.json"))?;
+    let per_check = 3.0_f64;
+    let per_check_arg = per_check.to_string();
+    let batch = RecordLimits {
+        timeout: limits.timeout + std::time::Duration::from_secs_f64(per_check * scripts.len() as f64),
+        ..limits.clone()
+    };
+    run_python(dir.path(), &runner, &[input.as_os_str(), results.as_os_str(), OsStr::new(&per_check_arg)], &batch)?;
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    let mut passed: Vec<bool> = text.lines().map(|l| l.trim() == "1").collect();
+    passed.resize(scripts.len(), false);
+    Ok(passed)
+}
+
+/// Evaluate `predictor` on rows whose reference traces are given (same order; `None` where
+/// recording failed).
+///
+/// # Errors
+/// Fails only if Python cannot be started for the checks.
+pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn NextStatePredictor, limits: &RecordLimits) -> Result<CruxReport, RecordError> {
+    let mut results: Vec<CruxRowResult> = rows
+        .iter()
+        .zip(traces)
+        .map(|(row, trace)| match trace {
+            Some(trace) => run_row(row, trace, predictor),
+            None => CruxRowResult {
+                id: row.id.clone(),
+                output_step_return: TaskResult::setup(),
+                output_breakpoint: TaskResult::setup(),
+                input_inv_step_call: TaskResult::setup(),
+            },
+        })
+        .collect();
+    let scripts: Vec<String> = results.iter().flat_map(tasks).filter_map(|t| t.script.clone()).collect();
+    let mut passed = run_checks(&scripts, limits)?.into_iter();
+    for r in &mut results {
+        for task in [&mut r.output_step_return, &mut r.output_breakpoint, &mut r.input_inv_step_call] {
+            if task.script.take().is_some() && passed.next() == Some(true) {
+                task.outcome = Outcome::Pass;
+            }
+        }
+    }
+    let rate = |get: fn(&CruxRowResult) -> &TaskResult| {
+        let passed = results.iter().filter(|r| get(r).outcome == Outcome::Pass).count();
+        if results.is_empty() { 0.0 } else { passed as f64 / results.len() as f64 }
+    };
+    Ok(CruxReport {
+        format_version: CRUX_FORMAT_VERSION,
+        rows: rows.len(),
+        pass_at_1: PassAt1 {
+            output_step_return: rate(|r| &r.output_step_return),
+            output_breakpoint: rate(|r| &r.output_breakpoint),
+            input_inv_step_call: rate(|r| &r.input_inv_step_call),
+        },
+        results,
+    })
+}
+
+fn tasks(r: &CruxRowResult) -> [&TaskResult; 3] {
+    [&r.output_step_return, &r.output_breakpoint, &r.input_inv_step_call]
+}

@@ -1,0 +1,14 @@
+//! Neural debugger: Python tracing, state trees, token grammar, sampling, evaluation, front end.
+
+pub mod cruxeval;
+pub mod dataset;
+pub mod eval;
+#[cfg(test)]
+mod fixtures;
+pub mod grammar;
+pub mod predictor;
+pub mod record;
+pub mod sampler;
+pub mod session;
+pub mod trace;
+pub mod tree;

@@ -1,0 +1,189 @@
+# deepdebug tracer: records call/line/return/exception events of one Python call with sys.settrace.
+#
+# Usage: python3 tracer.py CONFIG.json
+# CONFIG: {"program_path", "out_path", "max_events", "max_bytes", "soft_timeout_s",
+#          "max_repr", "max_items", "entry"}.
+# The program is executed untraced (definitions), then `entry()` (normally the generated
+# `main`) is called under the tracer. Only frames whose code lives in the program file are
+# recorded. The result is written as JSON to out_path exactly once; hitting a limit writes
+# the events recorded so far with exit "never" and terminates the process immediately.
+import json
+import os
+import re
+import signal
+import sys
+
+FORMAT_VERSION = 1
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    program_path = cfg["program_path"]
+    out_path = cfg["out_path"]
+    max_events = int(cfg["max_events"])
+    max_bytes = int(cfg["max_bytes"])
+    max_repr = int(cfg["max_repr"])
+    max_items = int(cfg["max_items"])
+    with open(program_path, encoding="utf-8") as fh:
+        source = fh.read()
+    lines = source.splitlines()
+
+    state = {"events": [], "bytes": 0, "written": False, "frames": [], "next_id": 0}
+
+    def bounded(value, budget, seen):
+        """repr(value), identical for small builtin values, bounded for huge ones."""
+        t = type(value)
+        if t is str:
+            if len(value) > budget:
+                return repr(value[:budget]) + "..."
+            return repr(value)
+        if t is int:
+            try:
+                return repr(value)
+            except ValueError:
+                return "<int with %d bits>" % value.bit_length()
+        if t in (list, tuple, dict, set, frozenset):
+            if id(value) in seen:
+                return {list: "[...]", dict: "{...}"}.get(t, "...")
+            if len(value) == 0:
+                return {list: "[]", tuple: "()", dict: "{}", set: "set()",
+                        frozenset: "frozenset()"}[t]
+            seen.add(id(value))
+            parts = []
+            used = 0
+            items = value.items() if t is dict else value
+            for i, item in enumerate(items):
+                if i >= max_items or used > budget:
+                    parts.append("...")
+                    break
+                if t is dict:
+                    text = bounded(item[0], budget, seen) + ": " + bounded(item[1], budget, seen)
+                else:
+                    text = bounded(item, budget, seen)
+                used += len(text) + 2
+                parts.append(text)
+            seen.discard(id(value))
+            body = ", ".join(parts)
+            if t is list:
+                return "[" + body + "]"
+            if t is tuple:
+                return "(" + body + ("," if len(value) == 1 else "") + ")"
+            if t is frozenset:
+                return "frozenset({" + body + "})"
+            return "{" + body + "}"
+        try:
+            text = repr(value)
+        except BaseException as exc:  # noqa: BLE001 - user __repr__ may do anything.
+            return "<unrepresentable %s: %s>" % (t.__name__, type(exc).__name__)
+        if not isinstance(text, str):
+            return "<unrepresentable %s>" % t.__name__
+        return _ADDR.sub("", text)
+
+    def safe_repr(value):
+        try:
+            text = bounded(value, max_repr, set())
+        except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError in deep nesting.
+            text = "<unrepresentable %s: %s>" % (type(value).__name__, type(exc).__name__)
+        if len(text) > max_repr:
+            text = text[:max_repr] + "..."
+        return text
+
+    def write(exit_kind, limit, exception, force_exit):
+        if state["written"]:
+            return
+        state["written"] = True
+        sys.settrace(None)
+        result = {
+            "format_version": FORMAT_VERSION,
+            "events": state["events"],
+            "exit": exit_kind,
+            "limit": limit,
+            "exception": exception,
+        }
+        tmp = out_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(result, fh)
+        os.replace(tmp, out_path)
+        if force_exit:
+            os._exit(0)
+
+    def src_of(lineno):
+        if 1 <= lineno <= len(lines):
+            return lines[lineno - 1]
+        return ""
+
+    def record(frame, event, arg):
+        frames = state["frames"]
+        if event == "call":
+            state["next_id"] += 1
+            frames.append((frame, state["next_id"]))
+        depth = len(frames) - 1
+        lineno = frame.f_lineno or 0
+        frame_id = frames[-1][1] if frames else 0
+        if event in ("call", "line"):
+            local_pairs = [[name, safe_repr(value)] for name, value in frame.f_locals.items()
+                           if name.isidentifier()]
+            value = None
+        else:
+            local_pairs = [[name, safe_repr(v)] for name, v in frame.f_locals.items()
+                           if name.isidentifier()]
+            value = safe_repr(arg[1] if event == "exception" else arg)
+        ev = {
+            "event": event,
+            "depth": depth,
+            "frame": frame_id,
+            "func": frame.f_code.co_name,
+            "lineno": lineno,
+            "src": src_of(lineno),
+            "locals": local_pairs,
+            "value": value,
+        }
+        state["events"].append(ev)
+        state["bytes"] += sum(len(k) + len(v) for k, v in local_pairs) + len(value or "") + 64
+        if event == "return" and frames:
+            frames.pop()
+        if len(state["events"]) >= max_events:
+            write("never", "events", None, True)
+        if state["bytes"] >= max_bytes:
+            write("never", "bytes", None, True)
+
+    def local_trace(frame, event, arg):
+        if event in ("line", "return", "exception"):
+            record(frame, event, arg)
+        return local_trace
+
+    def global_trace(frame, event, arg):
+        if frame.f_code.co_filename != program_path:
+            return None
+        record(frame, "call", arg)
+        return local_trace
+
+    def on_alarm(signum, frm):
+        write("never", "time", None, True)
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(cfg["soft_timeout_s"]))
+    namespace = {"__name__": "__deepdebug__"}
+    try:
+        # Definitions only, untraced; the traced call is the entry below.
+        exec(compile(source, program_path, "exec"), namespace)
+        entry = namespace[cfg["entry"]]
+    except BaseException as exc:  # noqa: BLE001 - broken programs are data.
+        write("error", None, safe_repr(exc), False)
+        return
+    exit_kind, exception = "normal", None
+    sys.settrace(global_trace)
+    try:
+        entry()
+    except BaseException as exc:  # noqa: BLE001 - the traced program may raise anything.
+        exit_kind, exception = "error", safe_repr(exc)
+    finally:
+        sys.settrace(None)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    write(exit_kind, None, exception, False)
+
+
+if __name__ == "__main__":
+    main()

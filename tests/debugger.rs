@@ -1,0 +1,264 @@
+//! Integration tests for the neural-debugger subcommands, run through the real binary.
+
+use deepdebug::debugger::cruxeval::{self, CruxRow, Outcome};
+use deepdebug::debugger::grammar::{Arg, Frame};
+use deepdebug::debugger::predictor::{NextStatePredictor, OraclePredictor, PredictError, Prompt};
+use deepdebug::debugger::record::{record_call, RecordLimits};
+use deepdebug::debugger::trace::{ExitKind, Trace};
+use deepdebug::debugger::tree::NodeKind;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_deepdebug");
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The first `n` rows of the shipped sample, as a file in `dir` (keeps tests quick).
+fn sample_subset(dir: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(repo("datasets/cruxeval_sample.jsonl")).expect("dataset");
+    let path = dir.join("subset.jsonl");
+    std::fs::write(&path, text.lines().take(n).map(|l| format!("{l}\n")).collect::<String>()).expect("write subset");
+    path.display().to_string()
+}
+
+fn run(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start deepdebug");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("wait for deepdebug")
+}
+
+fn stdout_ok(args: &[&str], stdin: &str) -> String {
+    let out = run(args, stdin);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+fn write_code(dir: &Path, code: &str) -> String {
+    let path = dir.join("code.py");
+    std::fs::write(&path, code).expect("write code");
+    path.display().to_string()
+}
+
+fn trace_json(code: &str, call: &str, extra: &[&str]) -> Trace {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let code_path = write_code(dir.path(), code);
+    let mut args = vec!["trace", "--code", &code_path, "--call", call];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&stdout_ok(&args, "")).expect("trace JSON")
+}
+
+const COUNT: &str = "def count(s, t):\n    n = 0\n    for c in s:\n        n += int(c == t)\n    return n\n";
+
+#[test]
+fn trace_records_calls_lines_returns_with_depth_and_locals() {
+    let t = trace_json(COUNT, "count('berry', 'r')", &[]);
+    assert_eq!(t.format_version, 1);
+    assert_eq!(t.exit, ExitKind::Normal);
+    let kinds: Vec<String> = t.events.iter().map(|e| format!("{:?}{}", e.event, e.depth)).collect();
+    assert_eq!(&kinds[..4], ["Call0", "Line0", "Call1", "Line1"]);
+    assert_eq!(kinds.last().map(String::as_str), Some("Return0"));
+    let call = &t.events[2];
+    assert_eq!(call.src, "def count(s, t):");
+    assert_eq!(call.locals, vec![("s".to_string(), "'berry'".to_string()), ("t".to_string(), "'r'".to_string())]);
+    let ret = &t.events[t.events.len() - 2];
+    assert_eq!((ret.src.as_str(), ret.value.as_deref()), ("    return n", Some("2")));
+    // Line events show locals before the line runs: `n` appears only after `n = 0`.
+    assert!(t.events[3].locals.iter().all(|(k, _)| k != "n"));
+}
+
+#[test]
+fn trace_grammar_matches_the_paper_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let code_path = write_code(dir.path(), COUNT);
+    let text = stdout_ok(&["trace", "--code", &code_path, "--call", "count('ab', 'b')", "--grammar"], "");
+    assert!(text.starts_with("<|begin_of_text|><|trace_context_start|>def count(s, t):\n"));
+    assert!(text.contains("<|frame_sep|><|call_sep|><|src_sep|>def count(s, t):<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\"}<|action_sep|><|step_into|>"));
+    assert!(text.contains("<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\", \"n\": \"0\"}<|src_sep|>    for c in s:"));
+    assert!(text.contains("<|frame_sep|><|return_sep|><|src_sep|>    return n<|arg_sep|>\"1\""));
+    assert!(text.trim_end().ends_with("<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>"));
+}
+
+#[test]
+fn infinite_loops_exit_never_and_errors_exit_error() {
+    let code = "import itertools\n\ndef spin():\n    x = 0\n    while True:\n        x += 1\n\ndef stuck():\n    return sum(itertools.count())\n\ndef boom(d):\n    return d['missing']\n";
+    let spin = trace_json(code, "spin()", &["--max-events", "500"]);
+    assert_eq!((spin.exit, spin.events.len()), (ExitKind::Never, 500));
+    // No Python-level events at all: only the wall clock can stop it.
+    let stuck = trace_json(code, "stuck()", &["--timeout", "1.5"]);
+    assert_eq!(stuck.exit, ExitKind::Never);
+    let boom = trace_json(code, "boom({})", &[]);
+    assert_eq!(boom.exit, ExitKind::Error);
+    assert_eq!(boom.exception.as_deref(), Some("KeyError('missing')"));
+    assert!(boom.events.iter().any(|e| format!("{:?}", e.event) == "Exception"));
+}
+
+#[test]
+fn huge_and_unprintable_values_have_bounded_reprs() {
+    let code = "class Bad:\n    def __repr__(self):\n        raise RuntimeError('no')\n\ndef f(n):\n    big = list(range(n))\n    s = 'x' * n\n    i = 10 ** 5000\n    b = Bad()\n    me = []\n    me.append(me)\n    return len(big)\n";
+    let t = trace_json(code, "f(1000000)", &["--max-repr", "200"]);
+    assert_eq!(t.exit, ExitKind::Normal);
+    let last_line = t.events.iter().rev().find(|e| format!("{:?}", e.event) == "Line").expect("a line event");
+    let get = |name: &str| last_line.locals.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert!(get("big").starts_with("[0, 1, 2, ") && get("big").len() <= 203, "{}", get("big"));
+    assert!(get("s").len() <= 203 && get("s").ends_with("..."));
+    assert!(get("i").starts_with("<int with "));
+    assert_eq!(get("b"), "<unrepresentable Bad: RuntimeError>");
+    assert_eq!(get("me"), "[[...]]");
+}
+
+#[test]
+fn debug_front_end_reads_commands_from_stdin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let code_path = write_code(dir.path(), COUNT);
+    let args = ["debug", "--code", &code_path, "--call", "count('berry', 'r')"];
+    let out = stdout_ok(&args, "step\nstep\nnext\nbreak 5\nprint\nwhere\nback\nback\nreturn\ncontinue\nback\nquit\n");
+    let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(
+        states,
+        [
+            "[call] main:7 depth=0 | def main():",
+            "[line] main:8 depth=0 |     return count('berry', 'r')",
+            "[call] count:1 depth=1 | def count(s, t):",
+            "[line] count:2 depth=1 |     n = 0",
+            "[line] count:5 depth=1 |     return n",
+            "[inv_line] count:3 depth=1 |     for c in s:",
+            "[inv_line] count:4 depth=1 |         n += int(c == t)",
+            "[return] count:5 depth=1 |     return n",
+            "[exit] normal",
+            "[inv_return] main:8 depth=0 |     return count('berry', 'r')",
+        ],
+        "{out}"
+    );
+    assert!(out.contains("  main:8 | return count('berry', 'r')\n  count:5 | return n"), "{out}");
+    assert!(out.contains("\"n\": \"2\", \"c\": \"'y'\""), "{out}");
+    // The oracle backend goes through serialize -> predict -> parse and agrees.
+    let oracle = stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "step\nstep\nnext\nbreak 5\nreturn\ncontinue\n");
+    let lines: Vec<&str> = oracle.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 7, "{oracle}");
+    assert_eq!(lines[4], "[line]     return n");
+    assert_eq!(lines[6], "[exit] normal");
+    let neural = run(&[&args[..], &["--backend", "neural"]].concat(), "");
+    assert!(!neural.status.success());
+}
+
+#[test]
+fn debug_replays_a_saved_trace_and_reports_the_exception() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let code_path = write_code(dir.path(), "def f(xs):\n    total = 0\n    for x in xs:\n        total += 10 // x\n    return total\n");
+    let trace_path = dir.path().join("t.json").display().to_string();
+    stdout_ok(&["trace", "--code", &code_path, "--call", "f([5, 0])", "--out", &trace_path], "");
+    let out = stdout_ok(&["debug", "--trace", &trace_path], "break total += 10 // x\nnext\nnext\nnext\ncontinue\n");
+    assert!(out.contains("[line] f:4 depth=1 |         total += 10 // x\n  locals: {\"xs\": \"[5, 0]\", \"total\": \"0\", \"x\": \"5\"}"), "{out}");
+    assert!(out.contains("[exception] f:4 depth=1"), "{out}");
+    assert!(out.contains("  value: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
+    assert!(out.contains("[exit] error: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
+    // A syntax error is data too: the trace exits with error before any event.
+    let broken = trace_json("def f(:\n    pass\n", "f()", &[]);
+    assert_eq!((broken.exit, broken.events.len()), (ExitKind::Error, 0));
+    assert!(broken.exception.as_deref().is_some_and(|e| e.starts_with("SyntaxError")), "{:?}", broken.exception);
+    let mut bad = serde_json::to_value(&broken).expect("to json");
+    bad["format_version"] = 99.into();
+    std::fs::write(&trace_path, bad.to_string()).expect("write");
+    assert!(!run(&["debug", "--trace", &trace_path], "").status.success());
+}
+
+#[test]
+fn trace_dataset_is_seeded_and_serialized_in_the_grammar() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = sample_subset(dir.path(), 6);
+    let input = input.as_str();
+    let gen = |seed: &str, name: &str| {
+        let out = dir.path().join(name);
+        let out_s = out.to_str().expect("utf-8 path").to_string();
+        stdout_ok(&["trace-dataset", "--input", input, "--out", &out_s, "--seed", seed, "--per-trace", "2"], "");
+        std::fs::read_to_string(out).expect("dataset")
+    };
+    let a = gen("7", "a.jsonl");
+    assert_eq!(a, gen("7", "b.jsonl"));
+    assert_ne!(a, gen("8", "c.jsonl"));
+    let rows: Vec<serde_json::Value> = a.lines().map(|l| serde_json::from_str(l).expect("row")).collect();
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        assert_eq!(row["format_version"], 1);
+        let text = row["text"].as_str().expect("text");
+        assert!(text.starts_with("<|begin_of_text|><|trace_context_start|>def "), "{text}");
+        assert!(text.contains("<|action_sep|>"));
+    }
+    assert!(rows.iter().any(|r| r["direction"] == "inverse") && rows.iter().any(|r| r["direction"] == "forward"));
+}
+
+#[test]
+fn next_state_eval_oracle_is_exact_and_copy_last_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = sample_subset(dir.path(), 8);
+    let input = input.as_str();
+    let report = |p: &str| -> serde_json::Value {
+        serde_json::from_str(&stdout_ok(&["eval-next-state", "--input", input, "--per-trace", "4", "--seed", "1", "--predictor", p], "")).expect("report")
+    };
+    let oracle = report("oracle");
+    let total = oracle["overall"]["exact"]["total"].as_u64().expect("total");
+    assert!(total > 50, "{oracle}");
+    assert_eq!(oracle["overall"]["exact"]["correct"].as_u64(), Some(total));
+    for (action, m) in oracle["per_action"].as_object().expect("per action") {
+        assert_eq!(m["exact"]["correct"], m["exact"]["total"], "{action}");
+    }
+    let baseline = report("copy-last");
+    assert_eq!(baseline["overall"]["exact"]["total"].as_u64(), Some(total));
+    assert!(baseline["overall"]["exact"]["correct"].as_u64().expect("n") < total / 2, "{baseline}");
+}
+
+#[test]
+fn cruxeval_oracle_passes_every_task_of_the_sample() {
+    let input = repo("datasets/cruxeval_sample.jsonl");
+    let report: serde_json::Value = serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], "")).expect("report");
+    assert_eq!(report["rows"], 20);
+    for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
+        assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
+    }
+}
+
+/// Wraps the oracle and corrupts every return value and call argument it predicts: the
+/// checks must then fail, so pass@1 is computed by executing predictions.
+struct WrongValues(OraclePredictor);
+
+impl NextStatePredictor for WrongValues {
+    fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
+        let frame = self.0.predict_frame(prompt)?;
+        Ok(match frame {
+            Frame::State { event, src, arg: Arg::Value(_) } => Frame::State { event, src, arg: Arg::Value("'wrong'".into()) },
+            Frame::State { event: event @ NodeKind::InvCall, src, arg: Arg::Locals(l) } => {
+                Frame::State { event, src, arg: Arg::Locals(l.into_iter().map(|(k, v)| if k == ".." { (k, v) } else { (k, "None".into()) }).collect()) }
+            }
+            other => other,
+        }
+        .serialize())
+    }
+}
+
+#[test]
+fn cruxeval_scores_wrong_predictions_as_failures() {
+    let text = std::fs::read_to_string(repo("datasets/cruxeval_sample.jsonl")).expect("dataset");
+    let rows: Vec<CruxRow> = text.lines().take(4).map(|l| serde_json::from_str(l).expect("row")).collect();
+    let limits = RecordLimits::standard();
+    let traces: Vec<Option<Trace>> = rows.iter().map(|r| record_call(&r.code, &format!("f({})", r.input), &limits).ok()).collect();
+    let oracle = || OraclePredictor::new(traces.iter().flatten().cloned().collect());
+    let good = cruxeval::evaluate(&rows, &traces, &mut oracle(), &limits).expect("python runs");
+    assert_eq!(good.pass_at_1.input_inv_step_call, 1.0);
+    let bad = cruxeval::evaluate(&rows, &traces, &mut WrongValues(oracle()), &limits).expect("python runs");
+    for r in &bad.results {
+        assert_eq!(r.output_step_return.outcome, Outcome::Fail, "{r:?}");
+        assert_eq!(r.output_breakpoint.outcome, Outcome::Fail, "{r:?}");
+        assert_eq!(r.input_inv_step_call.outcome, Outcome::Fail, "{r:?}");
+    }
+    assert_eq!(bad.pass_at_1.output_step_return, 0.0);
+}
