@@ -5,7 +5,7 @@ use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec};
 use deepdebug::repair::candidate::{self, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -86,9 +86,10 @@ fn main() {
                 jobs: 1,
                 stop_after_plausible: usize::MAX,
                 engine,
+                baseline: &baseline,
             };
             let start = Instant::now();
-            let validated = lab::run(&pytest, &config, &candidates, &|_| {}).unwrap();
+            let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
             let elapsed = start.elapsed().as_secs_f64();
             Measure {
                 per_second: validated.len() as f64 / elapsed,

@@ -269,3 +269,22 @@ fn unfixable_bug_exits_with_code_3() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("no plausible patch"));
 }
+
+#[test]
+fn bug_in_a_function_that_runs_at_import_time_is_fixed() {
+    // `TABLE` is computed when the module is imported: hot-swapping `build` alone would leave
+    // it stale, so such candidates must be validated with a fresh import.
+    assert_fixed(
+        &[
+            (
+                "table.py",
+                "def build(n):\n    return [i * i for i in range(1, n)]\n\nTABLE = build(5)\n\ndef square(i):\n    return TABLE[i]\n",
+            ),
+            (
+                "test_table.py",
+                "from table import square, build\n\ndef test_zero():\n    assert square(0) == 0\n\ndef test_three():\n    assert square(3) == 9\n\ndef test_len():\n    assert len(build(3)) == 3\n",
+            ),
+        ],
+        "+    return [i * i for i in range(0, n)]",
+    );
+}

@@ -102,6 +102,8 @@ enum Record {
     Test(TestResult),
     CollectError(CollectError),
     SessionFinish { exitstatus: i32 },
+    /// Lines executed while collecting (imports), with coverage on.
+    CollectCoverage { coverage: BTreeMap<String, Vec<usize>> },
     /// Written by fork-server children: `warm` (hot-swapped) or `cold` (fresh session).
     EnginePath { path: String },
 }
@@ -120,6 +122,8 @@ pub struct Session {
     pub output_tail: String,
     /// For fork-server sessions: whether the child hot-swapped code (`true`) or re-collected.
     pub warm: Option<bool>,
+    /// Lines executed at collection time (module imports), with coverage on.
+    pub collect_coverage: BTreeMap<String, Vec<usize>>,
 }
 
 impl Session {
@@ -132,6 +136,7 @@ impl Session {
             elapsed,
             output_tail: String::new(),
             warm: None,
+            collect_coverage: BTreeMap::new(),
         }
     }
 
@@ -143,6 +148,7 @@ impl Session {
                 Ok(Record::CollectError(e)) => self.collect_errors.push(e),
                 Ok(Record::SessionFinish { exitstatus }) => self.exit_status = Some(exitstatus),
                 Ok(Record::EnginePath { path }) => self.warm = Some(path == "warm"),
+                Ok(Record::CollectCoverage { coverage }) => self.collect_coverage = coverage,
                 Err(_) => {}
             }
         }

@@ -146,6 +146,29 @@ def _record(nodeid):
     return rec
 
 
+def pytest_configure(config):
+    # Lines run while collecting (module imports) are reported apart from the tests' own.
+    if _COVERAGE:
+        _lines.clear()
+        threading.settrace(_global_tracer)
+        sys.settrace(_global_tracer)
+
+
+def pytest_collection_finish(session):
+    if _COVERAGE:
+        sys.settrace(None)
+        threading.settrace(None)
+        _emit({"kind": "collect-coverage", "coverage": _coverage_map()})
+        _lines.clear()
+
+
+def _coverage_map():
+    cover = {}
+    for filename, line in _lines:
+        cover.setdefault(_relpath(filename), []).append(line)
+    return {name: sorted(lines) for name, lines in cover.items()}
+
+
 def pytest_collectreport(report):
     if report.failed:
         _emit({"kind": "collect-error", "nodeid": report.nodeid, "message": str(report.longreprtext)[-4000:]})
@@ -175,10 +198,7 @@ def pytest_runtest_protocol(item, nextitem):
         if _COVERAGE:
             sys.settrace(None)
             threading.settrace(None)
-            cover = {}
-            for filename, line in _lines:
-                cover.setdefault(_relpath(filename), []).append(line)
-            rec["coverage"] = {name: sorted(lines) for name, lines in cover.items()}
+            rec["coverage"] = _coverage_map()
             _lines.clear()
         _emit(rec)
 

@@ -39,33 +39,49 @@ pub struct Candidate {
     pub score: f64,
     /// Bytes removed plus bytes inserted: smaller edits are preferred among equals.
     pub edit_size: usize,
-    /// Functions whose code can be swapped in place to apply this patch (fast validation);
-    /// `None` when an edit lies outside every function body.
-    pub swap: Option<Vec<(String, usize)>>,
+    /// The functions this patch edits, when every edit lies inside a function body
+    /// (enables hot-swapping and regression-test selection); `None` otherwise.
+    pub focus: Option<Focus>,
 }
 
-/// The outermost function whose body holds every edit of `patch`, located in the patched text.
+/// The outermost functions whose bodies hold a patch's edits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Focus {
+    /// Qualified name and 1-based `def` line (decorators included) in the patched text.
+    pub functions: Vec<(String, usize)>,
+    /// 1-based inclusive line ranges of those bodies in the original text.
+    pub original_body_lines: Vec<(usize, usize)>,
+}
+
+/// The [`Focus`] of `patch`, given the original file and the patched text.
 #[must_use]
-pub fn swappable_functions(patch: &Patch, patched_text: &str) -> Option<Vec<(String, usize)>> {
-    let parsed = Parsed::new(patched_text);
-    let defs = crate::python::functions(&parsed);
-    let mut out: Vec<(String, usize)> = Vec::new();
+pub fn focus(patch: &Patch, original: &Parsed, patched_text: &str) -> Option<Focus> {
+    let patched = Parsed::new(patched_text);
+    let new_defs = crate::python::functions(&patched);
+    let old_defs = crate::python::functions(original);
+    let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new() };
     let mut shift: isize = 0;
     for edit in patch.edits() {
+        let old = outermost(&old_defs, edit.range.start, edit.range.end)?;
         // Position of the edit in the patched text.
         let start = edit.range.start.checked_add_signed(shift)?;
         let end = start + edit.content.len();
         shift += edit.content.len() as isize - edit.range.len() as isize;
-        let outer = defs
-            .iter()
-            .filter(|d| d.body_byte_range.start <= start && end <= d.body_byte_range.end)
-            .max_by_key(|d| d.byte_range.len())?;
-        let entry = (outer.qualname.clone(), outer.start_line);
-        if !out.contains(&entry) {
-            out.push(entry);
+        let new = outermost(&new_defs, start, end)?;
+        let entry = (new.qualname.clone(), new.start_line);
+        if !focus.functions.contains(&entry) {
+            focus.functions.push(entry);
+            let body_start = original.text()[..old.body_byte_range.start].matches('\n').count() + 1;
+            focus.original_body_lines.push((body_start, old.end_line));
         }
     }
-    Some(out)
+    Some(focus)
+}
+
+fn outermost(defs: &[crate::python::FunctionDef], start: usize, end: usize) -> Option<&crate::python::FunctionDef> {
+    defs.iter()
+        .filter(|d| d.body_byte_range.start <= start && end <= d.body_byte_range.end)
+        .max_by_key(|d| d.byte_range.len())
 }
 
 /// Limits on candidate generation.
@@ -117,10 +133,10 @@ pub fn generate(
                 stats.duplicates += 1;
                 continue;
             }
-            let swap = swappable_functions(&patch, &patched_text);
+            let focus = focus(&patch, &file.parsed, &patched_text);
             out.push(Candidate {
                 id: 0,
-                swap,
+                focus,
                 patch,
                 patched_text,
                 source: Source::Operator(mutation.operator),

@@ -6,7 +6,7 @@ use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{default_python, CollectError, Pytest, PytestError, RunSpec, Session};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -186,6 +186,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         jobs: options.jobs,
         stop_after_plausible: 1,
         engine: options.engine,
+        baseline: &outcome.baseline,
     };
     let notes = std::sync::Mutex::new(Vec::<String>::new());
     let forward = |event: LabEvent| match event {
@@ -199,9 +200,31 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             }
         }
     };
-    outcome.validated = lab::run(&pytest, &config, &outcome.candidates, &forward)?;
+    // Search until a plausible patch survives confirmation by fresh full-suite runs.
+    let mut validated: Vec<Validated> = Vec::new();
+    let mut best = None;
+    while Instant::now() < deadline {
+        let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
+        let round = lab::run(&pytest, &config, &outcome.candidates, &done, &forward)?;
+        if round.is_empty() {
+            break;
+        }
+        validated.extend(round);
+        let Some(choice) = choose_best(&outcome.candidates, &validated) else { continue };
+        let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
+        if verdict.is_plausible() {
+            best = Some(choice);
+            break;
+        }
+        if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
+            v.outcome = verdict;
+        }
+    }
+    validated.sort_by_key(|v| v.candidate_id);
+    drop(config);
+    outcome.validated = validated;
+    outcome.best = best;
     outcome.warnings.extend(notes.into_inner().expect("notes lock"));
-    outcome.best = choose_best(&outcome.candidates, &outcome.validated);
     outcome.status = if outcome.best.is_some() { FixStatus::Fixed } else { FixStatus::NotFixed };
     if let Some(best) = outcome.best_candidate() {
         let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
@@ -210,6 +233,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     outcome.elapsed = start.elapsed();
     Ok(outcome)
 }
+
+/// Fresh full-suite runs a plausible patch must pass before it is reported (the second
+/// rejects flaky passes).
+const CONFIRMATION_RUNS: usize = 2;
 
 /// Among plausible candidates: highest score (localization × operator prior), then the
 /// smallest edit, then the earliest generated.

@@ -1,10 +1,10 @@
 //! The main loop of `fix`: validate ranked candidates in scratch copies, in parallel, within a deadline.
 
-use super::candidate::Candidate;
+use super::candidate::{Candidate, Focus};
 use crate::project::copy_tree;
 use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
 use crate::pytest::{Pytest, PytestError, RunSpec, Session};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -23,6 +23,9 @@ pub enum CandidateOutcome {
     Timeout,
     /// pytest could not even collect the tests (e.g. an import error).
     Unviable { reason: String },
+    /// Plausible in the validation engine, but a fresh full-suite run failed (flaky tests,
+    /// or an effect the engine's shortcuts could not see).
+    Unconfirmed { failing: Vec<String> },
 }
 
 impl CandidateOutcome {
@@ -39,6 +42,7 @@ impl CandidateOutcome {
             CandidateOutcome::Regression { .. } => "regression",
             CandidateOutcome::Timeout => "timeout",
             CandidateOutcome::Unviable { .. } => "unviable",
+            CandidateOutcome::Unconfirmed { .. } => "unconfirmed",
         }
     }
 }
@@ -116,6 +120,37 @@ pub struct LabConfig<'a> {
     /// Stop once this many plausible patches are found.
     pub stop_after_plausible: usize,
     pub engine: EngineChoice,
+    /// The baseline session (with per-test and collection-time coverage).
+    pub baseline: &'a Session,
+}
+
+impl LabConfig<'_> {
+    /// True when a line of `focus`'s bodies ran at import time: hot-swapping would leave
+    /// import-time results stale, and per-test coverage would not show every dependent test.
+    fn runs_at_import(&self, file: &str, focus: &Focus) -> bool {
+        self.baseline.collect_coverage.get(file).is_some_and(|lines| {
+            lines.iter().any(|l| focus.original_body_lines.iter().any(|(a, b)| (a..=b).contains(&l)))
+        })
+    }
+
+    /// Regression-test selection: the passing tests that executed a line of `focus`'s bodies
+    /// in the baseline, plus those whose coverage shows no project code at all (they may run
+    /// the project in a subprocess). A body edit cannot change any other test's outcome.
+    fn affected_tests(&self, file: &str, focus: &Focus) -> Vec<String> {
+        self.baseline
+            .tests
+            .iter()
+            .filter(|t| self.passing.contains(&t.nodeid))
+            .filter(|t| {
+                let opaque = t.coverage.keys().all(|f| crate::project::is_test_path(f));
+                let touches = t.coverage.get(file).is_some_and(|lines| {
+                    lines.iter().any(|l| focus.original_body_lines.iter().any(|(a, b)| (a..=b).contains(&l)))
+                });
+                opaque || touches
+            })
+            .map(|t| t.nodeid.clone())
+            .collect()
+    }
 }
 
 /// Errors that abort the lab (infrastructure, not candidates).
@@ -137,9 +172,13 @@ pub fn run(
     pytest: &Pytest,
     config: &LabConfig<'_>,
     candidates: &[Candidate],
+    skip: &HashSet<usize>,
     on_event: &(dyn Fn(LabEvent) + Sync),
 ) -> Result<Vec<Validated>, LabError> {
-    let queue = Mutex::new(candidates.iter().collect::<VecDeque<_>>());
+    let queue = Mutex::new(candidates.iter().filter(|c| !skip.contains(&c.id)).collect::<VecDeque<_>>());
+    if queue.lock().expect("queue lock").is_empty() {
+        return Ok(Vec::new());
+    }
     let results = Mutex::new(Vec::new());
     let plausible_found = std::sync::atomic::AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -203,6 +242,43 @@ enum Engine {
     Subprocess,
 }
 
+/// Re-run the whole suite `runs` times in a fresh scratch copy with one pytest process per run
+/// (no fork server, no test selection): the check a patch must pass before it is reported.
+///
+/// # Errors
+/// When the scratch copy cannot be made or pytest cannot start.
+pub fn confirm(
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    candidate: &Candidate,
+    runs: usize,
+) -> Result<CandidateOutcome, LabError> {
+    let dir = tempfile::Builder::new().prefix("deepdebug-confirm-").tempdir().map_err(LabError::Scratch)?;
+    copy_tree(config.root, dir.path()).map_err(LabError::Scratch)?;
+    std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
+    let expected: BTreeSet<&String> = config.passing.iter().chain(&config.failing).collect();
+    for _ in 0..runs {
+        let session = pytest.run(&RunSpec {
+            root: dir.path(),
+            selectors: config.selectors,
+            coverage: false,
+            per_test_timeout: Some(config.timeouts.per_test),
+            session_timeout: config.timeouts.session(config.total_tests),
+            exit_first: false,
+        })?;
+        if session.exit.is_timeout() {
+            return Ok(CandidateOutcome::Timeout);
+        }
+        let failing: Vec<String> = session.failing().map(|t| t.nodeid.clone()).collect();
+        let ran: BTreeSet<&String> = session.tests.iter().map(|t| &t.nodeid).collect();
+        let missing = expected.iter().any(|id| !ran.contains(*id));
+        if !failing.is_empty() || missing || !session.collect_errors.is_empty() {
+            return Ok(CandidateOutcome::Unconfirmed { failing });
+        }
+    }
+    Ok(CandidateOutcome::Plausible)
+}
+
 struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
@@ -244,11 +320,14 @@ impl<'a> Worker<'a> {
 
     fn validate(&mut self, candidate: &Candidate) -> Result<Validated, LabError> {
         let start = Instant::now();
-        let path = self.root.join(&candidate.patch.file);
+        let file = &candidate.patch.file;
+        let path = self.root.join(file);
         let original = std::fs::read(&path).map_err(LabError::Write)?;
         std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
-        let swap = candidate.swap.clone().map(|functions| Swap { file: candidate.patch.file.clone(), functions });
-        let outcome = self.judge(swap.as_ref());
+        let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
+        let swap = focus.map(|f| Swap { file: file.clone(), functions: f.functions.clone() });
+        let affected = focus.map(|f| self.config.affected_tests(file, f));
+        let outcome = self.judge(swap.as_ref(), affected.as_deref());
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         Ok(Validated { candidate_id: candidate.id, outcome: outcome?, elapsed: start.elapsed() })
     }
@@ -283,15 +362,22 @@ impl<'a> Worker<'a> {
         Ok(self.pytest.run(&spec)?)
     }
 
-    fn judge(&mut self, swap: Option<&Swap>) -> Result<CandidateOutcome, LabError> {
+    /// `affected`: the passing tests that can be affected by the patch (`None`: all of them).
+    fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<CandidateOutcome, LabError> {
         let config = self.config;
         // Originally failing tests first: most candidates are rejected here, cheaply.
         let first = self.session(Some(&config.failing), config.failing.len(), swap)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok(outcome);
         }
-        let full = self.session(None, config.total_tests, swap)?;
-        let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
+        let (full, expected) = match affected {
+            Some([]) => return Ok(CandidateOutcome::Plausible),
+            Some(tests) => (self.session(Some(tests), tests.len(), swap)?, tests.to_vec()),
+            None => {
+                let all: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
+                (self.session(None, config.total_tests, swap)?, all)
+            }
+        };
         Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
     }
 
