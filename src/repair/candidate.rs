@@ -1,11 +1,11 @@
 //! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
 
-use super::operators::{mutations_at_line, Operator};
+use super::operators::{mutations_at_line_in, FileScope, Operator};
 use crate::localize::Localization;
 use crate::patch::Patch;
 use crate::project::Project;
 use crate::python::Parsed;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Where a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,9 +55,8 @@ pub struct Focus {
 
 /// The [`Focus`] of `patch`, given the original file and the patched text.
 #[must_use]
-pub fn focus(patch: &Patch, original: &Parsed, patched_text: &str) -> Option<Focus> {
-    let patched = Parsed::new(patched_text);
-    let new_defs = crate::python::functions(&patched);
+pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus> {
+    let new_defs = crate::python::functions(patched);
     let old_defs = crate::python::functions(original);
     let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new() };
     let mut shift: isize = 0;
@@ -117,15 +116,20 @@ pub fn generate(
     let mut stats = GenerateStats::default();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut out = Vec::new();
+    let mut scopes: HashMap<String, FileScope> = HashMap::new();
     for susp in localization.lines.iter().take(limits.max_lines) {
         let Some(file) = project.file(&susp.file) else { continue };
         let original = file.parsed.text();
-        for mutation in mutations_at_line(&file.parsed, susp.line) {
+        let scope = scopes
+            .entry(file.rel.clone())
+            .or_insert_with(|| FileScope::of(&file.parsed));
+        for mutation in mutations_at_line_in(&file.parsed, scope, susp.line) {
             stats.proposed += 1;
             let edit_size = mutation.edit.range.len() + mutation.edit.content.len();
             let patch = Patch::single(file.rel.clone(), mutation.edit);
             let patched_text = patch.apply(original);
-            if !Parsed::new(patched_text.as_str()).is_valid() {
+            let reparsed = Parsed::new(patched_text.as_str());
+            if !reparsed.is_valid() {
                 stats.unparseable += 1;
                 continue;
             }
@@ -133,7 +137,7 @@ pub fn generate(
                 stats.duplicates += 1;
                 continue;
             }
-            let focus = focus(&patch, &file.parsed, &patched_text);
+            let focus = focus(&patch, &file.parsed, &reparsed);
             out.push(Candidate {
                 id: 0,
                 focus,

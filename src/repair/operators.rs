@@ -26,6 +26,22 @@ pub enum Operator {
     VariableMisuse,
     /// Replace `a op b` by one of its operands.
     RemoveOperand,
+    /// `True` ↔ `False`, empty-container variants, `None` ↔ `0`.
+    Literal,
+    /// `cond` → `cond and x is not None`, `cond or not x`, ... for names in scope.
+    ConditionChange,
+    /// `e` → `abs(e)`, `len(e)`, `max(e, 0)`, `min(e, 0)`, `f(e)` for a one-argument function of the file.
+    WrapExpression,
+    /// `f(e)` → `e`.
+    UnwrapCall,
+    /// `obj.a` → `obj.b` for another attribute used in the file.
+    AttributeMisuse,
+    /// Insert a statement copied from the same function (possibly with one name replaced).
+    InsertStatement,
+    /// Delete a statement.
+    DeleteStatement,
+    /// Change what a `return` returns, or add a missing `return`.
+    ReturnValue,
 }
 
 impl Operator {
@@ -41,8 +57,37 @@ impl Operator {
             Operator::ArgumentSwap => 0.55,
             Operator::VariableMisuse => 0.5,
             Operator::RemoveOperand => 0.4,
+            Operator::Literal => 0.6,
+            Operator::ConditionChange => 0.45,
+            Operator::WrapExpression => 0.35,
+            Operator::UnwrapCall => 0.35,
+            Operator::AttributeMisuse => 0.4,
+            Operator::InsertStatement => 0.3,
+            Operator::DeleteStatement => 0.3,
+            Operator::ReturnValue => 0.45,
         }
     }
+
+    /// Every operator, in declaration order.
+    pub const ALL: [Operator; 17] = [
+        Operator::Comparison,
+        Operator::Arithmetic,
+        Operator::Boolean,
+        Operator::Negation,
+        Operator::ConstantOffByOne,
+        Operator::IndexOffByOne,
+        Operator::ArgumentSwap,
+        Operator::VariableMisuse,
+        Operator::RemoveOperand,
+        Operator::Literal,
+        Operator::ConditionChange,
+        Operator::WrapExpression,
+        Operator::UnwrapCall,
+        Operator::AttributeMisuse,
+        Operator::InsertStatement,
+        Operator::DeleteStatement,
+        Operator::ReturnValue,
+    ];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -56,6 +101,14 @@ impl Operator {
             Operator::ArgumentSwap => "argument-swap",
             Operator::VariableMisuse => "variable-misuse",
             Operator::RemoveOperand => "remove-operand",
+            Operator::Literal => "literal",
+            Operator::ConditionChange => "condition-change",
+            Operator::WrapExpression => "wrap-expression",
+            Operator::UnwrapCall => "unwrap-call",
+            Operator::AttributeMisuse => "attribute-misuse",
+            Operator::InsertStatement => "insert-statement",
+            Operator::DeleteStatement => "delete-statement",
+            Operator::ReturnValue => "return-value",
         }
     }
 }
@@ -85,10 +138,52 @@ const ARITHMETIC: &[(&str, &[&str])] = &[
     (">>", &["<<"]),
 ];
 
+/// Names defined or used across a file, for operators that borrow from elsewhere in it.
+#[derive(Debug, Clone, Default)]
+pub struct FileScope {
+    /// Module-level functions taking exactly one positional argument.
+    pub unary_functions: BTreeSet<String>,
+    /// Attribute names used anywhere in the file (`x.name`).
+    pub attributes: BTreeSet<String>,
+}
+
+impl FileScope {
+    #[must_use]
+    pub fn of(parsed: &Parsed) -> FileScope {
+        let mut scope = FileScope::default();
+        let mut stack = vec![parsed.root()];
+        while let Some(node) = stack.pop() {
+            match node.kind() {
+                "attribute" => {
+                    if let Some(attr) = node.child_by_field_name("attribute") {
+                        scope.attributes.insert(parsed.node_text(attr).to_string());
+                    }
+                }
+                "function_definition" if node.parent().is_some_and(|p| p.kind() == "module") => {
+                    let params = node.child_by_field_name("parameters").map_or(0, |p| p.named_child_count());
+                    if let (1, Some(name)) = (params, node.child_by_field_name("name")) {
+                        scope.unary_functions.insert(parsed.node_text(name).to_string());
+                    }
+                }
+                _ => {}
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+        scope
+    }
+}
+
 /// Propose every operator edit for the nodes that start on 1-based `line` of `parsed`.
 #[must_use]
 pub fn mutations_at_line(parsed: &Parsed, line: usize) -> Vec<Mutation> {
-    let mut gen = Generator { parsed, out: Vec::new() };
+    mutations_at_line_in(parsed, &FileScope::of(parsed), line)
+}
+
+/// [`mutations_at_line`] with the file's [`FileScope`] computed once by the caller.
+#[must_use]
+pub fn mutations_at_line_in(parsed: &Parsed, scope: &FileScope, line: usize) -> Vec<Mutation> {
+    let mut gen = Generator { parsed, scope, out: Vec::new() };
     let row = line.saturating_sub(1);
     let mut stack = vec![parsed.root()];
     while let Some(node) = stack.pop() {
@@ -97,6 +192,7 @@ pub fn mutations_at_line(parsed: &Parsed, line: usize) -> Vec<Mutation> {
         }
         if node.start_position().row == row {
             gen.node(node);
+            gen.statement(node);
         }
         let mut cursor = node.walk();
         stack.extend(node.children(&mut cursor));
@@ -106,6 +202,7 @@ pub fn mutations_at_line(parsed: &Parsed, line: usize) -> Vec<Mutation> {
 
 struct Generator<'a> {
     parsed: &'a Parsed,
+    scope: &'a FileScope,
     out: Vec<Mutation>,
 }
 
@@ -178,9 +275,176 @@ impl Generator<'_> {
                     }
                 }
             }
-            "call" => self.call(node),
+            "call" => {
+                self.call(node);
+                self.unwrap_call(node);
+            }
             "identifier" => self.variable_misuse(node),
+            "true" => self.push(Operator::Literal, node, "False".to_string()),
+            "false" => self.push(Operator::Literal, node, "True".to_string()),
+            "none" => self.push(Operator::Literal, node, "0".to_string()),
+            "list" | "dictionary" | "tuple" | "set" if node.named_child_count() == 0 => {
+                for alt in ["[]", "{}", "()", "set()"] {
+                    self.push(Operator::Literal, node, alt.to_string());
+                }
+            }
+            "string" if self.text(node).len() <= 3 && !self.text(node).contains('{') => {
+                let quote = if self.text(node).contains('\'') { "\"" } else { "'" };
+                let text = self.text(node);
+                let empty = text.chars().filter(|c| *c == '\'' || *c == '"').count() == text.len();
+                let alt = if empty { format!("{quote} {quote}") } else { format!("{quote}{quote}") };
+                self.push(Operator::Literal, node, alt);
+            }
+            "attribute" => self.attribute_misuse(node),
             _ => {}
+        }
+        self.wrap(node);
+    }
+
+    /// Statement-level operators for a statement starting on the line.
+    fn statement(&mut self, node: Node<'_>) {
+        let Some(parent) = node.parent() else { return };
+        if parent.kind() != "block" || !is_statement(node.kind()) {
+            return;
+        }
+        let Some(function) = enclosing_function(node) else { return };
+        let scope: Vec<String> = scope_names(self.parsed, function).into_iter().collect();
+        let indent = " ".repeat(node.start_position().column);
+        let line_start = node.start_byte() - node.start_position().column;
+        let line_end = self.parsed.text()[node.end_byte()..]
+            .find('\n')
+            .map_or(self.parsed.text().len(), |i| node.end_byte() + i + 1);
+        let siblings = parent.named_child_count();
+        // Delete (or replace by `pass` when it is the only statement of its block).
+        if siblings == 1 {
+            self.push(Operator::DeleteStatement, node, "pass".to_string());
+        } else {
+            self.out.push(Mutation {
+                operator: Operator::DeleteStatement,
+                edit: Edit::deletion(line_start..line_end),
+                description: format!("delete `{}`", shorten(self.text(node))),
+            });
+        }
+        // Conditions: widen or narrow with None/emptiness checks of names in scope.
+        if matches!(node.kind(), "if_statement" | "while_statement") {
+            if let Some(cond) = node.child_by_field_name("condition") {
+                let c = self.text(cond).to_string();
+                let c = if cond.kind() == "boolean_operator" { format!("({c})") } else { c };
+                for name in &scope {
+                    for variant in [
+                        format!("{c} and {name} is not None"),
+                        format!("{c} or {name} is None"),
+                        format!("{c} and {name}"),
+                        format!("{c} or not {name}"),
+                    ] {
+                        self.push(Operator::ConditionChange, cond, variant);
+                    }
+                }
+            }
+        }
+        // Return values.
+        if node.kind() == "return_statement" {
+            let value = node.named_child(0);
+            let current = value.map(|v| self.text(v).to_string()).unwrap_or_default();
+            let mut alternatives: Vec<String> = scope.iter().filter(|n| **n != current).cloned().collect();
+            if value.is_some() {
+                alternatives.push("None".to_string());
+            }
+            for alt in alternatives {
+                self.push(Operator::ReturnValue, node, format!("return {alt}"));
+            }
+        }
+        let is_last = function
+            .child_by_field_name("body")
+            .and_then(|b| b.named_child(b.named_child_count().saturating_sub(1)))
+            .is_some_and(|last| last.id() == node.id());
+        if is_last && node.kind() != "return_statement" {
+            for name in &scope {
+                self.out.push(Mutation {
+                    operator: Operator::ReturnValue,
+                    edit: Edit::insertion(line_end, format!("{indent}return {name}\n")),
+                    description: format!("add `return {name}`"),
+                });
+            }
+        }
+        // Insert a copy of another simple statement of the function before this one.
+        let mut donors: Vec<String> = Vec::new();
+        let mut stack = vec![function.child_by_field_name("body")];
+        while let Some(Some(n)) = stack.pop() {
+            let mut cursor = n.walk();
+            for child in n.named_children(&mut cursor) {
+                if matches!(child.kind(), "function_definition" | "class_definition") {
+                    continue;
+                }
+                if matches!(child.kind(), "expression_statement" | "return_statement" | "break_statement" | "continue_statement")
+                    && child.id() != node.id()
+                    && !self.text(child).contains('\n')
+                {
+                    donors.push(self.text(child).to_string());
+                }
+                stack.push(Some(child));
+            }
+        }
+        donors.sort();
+        donors.dedup();
+        for donor in donors {
+            let variants = renamed_variants(&donor, &scope);
+            for text in std::iter::once(donor.clone()).chain(variants) {
+                self.out.push(Mutation {
+                    operator: Operator::InsertStatement,
+                    edit: Edit::insertion(line_start, format!("{indent}{text}\n")),
+                    description: format!("insert `{}`", shorten(&text)),
+                });
+            }
+        }
+    }
+
+    fn unwrap_call(&mut self, node: Node<'_>) {
+        let Some(args) = node.child_by_field_name("arguments") else { return };
+        if args.kind() != "argument_list" || args.named_child_count() != 1 {
+            return;
+        }
+        if let Some(arg) = args.named_child(0).filter(|a| a.kind() != "keyword_argument") {
+            self.push(Operator::UnwrapCall, node, self.text(arg).to_string());
+        }
+    }
+
+    fn attribute_misuse(&mut self, node: Node<'_>) {
+        let Some(attr) = node.child_by_field_name("attribute") else { return };
+        let name = self.text(attr).to_string();
+        let others: Vec<String> = self.scope.attributes.iter().filter(|a| **a != name).cloned().collect();
+        for other in others {
+            self.push(Operator::AttributeMisuse, attr, other);
+        }
+    }
+
+    /// Wrap value expressions (not call targets, assignment targets or statements).
+    fn wrap(&mut self, node: Node<'_>) {
+        if !matches!(node.kind(), "identifier" | "binary_operator" | "subscript" | "call" | "attribute") {
+            return;
+        }
+        let Some(parent) = node.parent() else { return };
+        let field = field_of(parent, node);
+        let is_value = match (parent.kind(), field.as_deref()) {
+            ("call", Some("function")) | ("attribute", _) | ("keyword_argument", Some("name")) => false,
+            ("assignment" | "augmented_assignment" | "for_statement", Some("left")) => false,
+            ("expression_statement" | "function_definition" | "parameters" | "default_parameter", _) => false,
+            ("import_statement" | "import_from_statement" | "dotted_name" | "aliased_import", _) => false,
+            _ => true,
+        };
+        if !is_value || (node.kind() == "identifier" && enclosing_function(node).is_none()) {
+            return;
+        }
+        let text = self.text(node).to_string();
+        let mut wrappers: Vec<String> = vec![
+            format!("abs({text})"),
+            format!("len({text})"),
+            format!("max({text}, 0)"),
+            format!("min({text}, 0)"),
+        ];
+        wrappers.extend(self.scope.unary_functions.iter().map(|f| format!("{f}({text})")));
+        for wrapped in wrappers {
+            self.push(Operator::WrapExpression, node, wrapped);
         }
     }
 
@@ -373,6 +637,41 @@ fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
     Some(out)
 }
 
+fn is_statement(kind: &str) -> bool {
+    matches!(
+        kind,
+        "expression_statement" | "return_statement" | "pass_statement" | "break_statement"
+            | "continue_statement" | "raise_statement" | "assert_statement" | "delete_statement"
+            | "if_statement" | "for_statement" | "while_statement" | "try_statement" | "with_statement"
+    )
+}
+
+/// `text` with one whole-word occurrence of a scope name replaced by another (bounded).
+fn renamed_variants(text: &str, scope: &[String]) -> Vec<String> {
+    const MAX: usize = 12;
+    if text.len() > 60 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for from in scope {
+        for (at, _) in text.match_indices(from.as_str()) {
+            let before = text[..at].chars().next_back();
+            let after = text[at + from.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            if word(before) || after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            for to in scope.iter().filter(|t| *t != from) {
+                out.push(format!("{}{to}{}", &text[..at], &text[at + from.len()..]));
+                if out.len() >= MAX {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
 fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
     let mut cursor = parent.walk();
     for (i, c) in parent.children(&mut cursor).enumerate() {
@@ -515,7 +814,81 @@ mod tests {
         let src = "def f(a):\n    x = a + 1\n    return x * 2\n";
         let parsed = Parsed::new(src);
         for m in mutations_at_line(&parsed, 3) {
-            assert!(m.edit.range.start >= src.find("return").unwrap(), "{m:?}");
+            assert!(m.edit.range.start >= src.find("    return").unwrap(), "{m:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod catalogue_tests {
+    use super::*;
+    use crate::patch::Patch;
+
+    fn patched(src: &str, line: usize, op: Operator) -> Vec<String> {
+        let parsed = Parsed::new(src);
+        let mut out: Vec<String> = mutations_at_line(&parsed, line)
+            .into_iter()
+            .filter(|m| m.operator == op)
+            .map(|m| Patch::single("m.py", m.edit).apply(src))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn conditions_are_widened_with_none_checks_of_names_in_scope() {
+        let src = "def f(node, x):\n    if node.left:\n        return x\n    return None\n";
+        let v = patched(src, 2, Operator::ConditionChange);
+        assert!(v.iter().any(|p| p.contains("if node.left and node is not None:")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("if node.left or not x:")), "{v:#?}");
+    }
+
+    #[test]
+    fn statements_are_deleted_or_replaced_by_pass() {
+        let src = "def f(xs):\n    xs.sort()\n    return xs\n\ndef g(x):\n    if x:\n        x.pop()\n    return x\n";
+        let v = patched(src, 2, Operator::DeleteStatement);
+        assert_eq!(v, ["def f(xs):\n    return xs\n\ndef g(x):\n    if x:\n        x.pop()\n    return x\n"]);
+        let v = patched(src, 7, Operator::DeleteStatement);
+        assert!(v[0].contains("    if x:\n        pass\n"), "{v:#?}");
+    }
+
+    #[test]
+    fn statements_of_the_same_function_are_inserted_with_names_replaced() {
+        let src = "def f(a, b):\n    a.append(1)\n    return b\n";
+        let v = patched(src, 3, Operator::InsertStatement);
+        assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    b.append(1)\n    return b\n".to_string()), "{v:#?}");
+        assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    a.append(1)\n    return b\n".to_string()), "{v:#?}");
+    }
+
+    #[test]
+    fn return_values_and_missing_returns_are_proposed() {
+        let src = "def f(a, b):\n    c = a + b\n    return a\n";
+        let v = patched(src, 3, Operator::ReturnValue);
+        assert!(v.iter().any(|p| p.ends_with("    return c\n")), "{v:#?}");
+        let src = "def f(a):\n    total = a * 2\n";
+        let v = patched(src, 2, Operator::ReturnValue);
+        assert!(v.contains(&"def f(a):\n    total = a * 2\n    return total\n".to_string()), "{v:#?}");
+    }
+
+    #[test]
+    fn expressions_are_wrapped_and_calls_unwrapped() {
+        let src = "def half(x):\n    return x // 2\n\ndef f(a, b):\n    return str(a - b)\n";
+        let wrapped = patched(src, 5, Operator::WrapExpression);
+        assert!(wrapped.iter().any(|p| p.contains("return str(abs(a - b))")), "{wrapped:#?}");
+        assert!(wrapped.iter().any(|p| p.contains("return str(half(a - b))")), "{wrapped:#?}");
+        let unwrapped = patched(src, 5, Operator::UnwrapCall);
+        assert!(unwrapped.iter().any(|p| p.contains("    return a - b\n")), "{unwrapped:#?}");
+    }
+
+    #[test]
+    fn literals_and_attributes_are_swapped() {
+        let src = "def f(p):\n    seen = []\n    return p.width if True else p.height\n";
+        let v = patched(src, 2, Operator::Literal);
+        assert!(v.iter().any(|p| p.contains("seen = {}")), "{v:#?}");
+        let v = patched(src, 3, Operator::Literal);
+        assert!(v.iter().any(|p| p.contains("if False")), "{v:#?}");
+        let v = patched(src, 3, Operator::AttributeMisuse);
+        assert!(v.iter().any(|p| p.contains("return p.height if True else p.height")), "{v:#?}");
     }
 }
