@@ -73,6 +73,8 @@ pub struct CandidateStats {
     pub unparseable: usize,
     pub duplicates: usize,
     pub ranked: usize,
+    /// Two-edit candidates among `ranked`.
+    pub pairs: usize,
     pub validated: usize,
     pub by_outcome: BTreeMap<&'static str, usize>,
 }
@@ -166,6 +168,7 @@ impl FixReport {
                 unparseable: outcome.generate_stats.unparseable,
                 duplicates: outcome.generate_stats.duplicates,
                 ranked: outcome.candidates.len(),
+                pairs: outcome.pair_candidates,
                 validated: outcome.validated.len(),
                 by_outcome,
             },

@@ -57,9 +57,15 @@ fn assert_fixed(files: &[(&str, &str)], expect_in_diff: &str) -> String {
     assert!(diff.contains(expect_in_diff), "diff lacks `{expect_in_diff}`:\n{diff}");
     assert_eq!(before, snapshot(dir.path()), "the project was modified without --apply");
 
+    apply_and_test(dir.path(), &diff);
+    diff
+}
+
+/// `git apply` the diff in `root` and check that the whole suite passes afterwards.
+fn apply_and_test(root: &Path, diff: &str) {
     let status = Command::new("git")
         .args(["apply", "-"])
-        .current_dir(dir.path())
+        .current_dir(root)
         .stdin(std::process::Stdio::piped())
         .spawn()
         .and_then(|mut child| {
@@ -71,12 +77,11 @@ fn assert_fixed(files: &[(&str, &str)], expect_in_diff: &str) -> String {
     assert!(status.success(), "git apply rejected the diff:\n{diff}");
     let tests = Command::new("python3")
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .current_dir(dir.path())
+        .current_dir(root)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
     assert!(tests.status.success(), "tests fail after applying:\n{}", stdout(&tests));
-    diff
 }
 
 #[test]
@@ -287,4 +292,26 @@ fn bug_in_a_function_that_runs_at_import_time_is_fixed() {
         ],
         "+    return [i * i for i in range(0, n)]",
     );
+}
+
+#[test]
+fn bug_needing_two_edits_is_fixed_by_a_combined_candidate() {
+    let dir = project(&[
+        (
+            "window.py",
+            "def window_sum(xs, k):\n    total = 0\n    for i in range(1, len(xs)):\n        if i > k:\n            break\n        total += xs[i]\n    return total\n",
+        ),
+        (
+            "test_window.py",
+            "from window import window_sum\n\ndef test_first_two():\n    assert window_sum([5, 1, 9], 2) == 6\n\ndef test_all():\n    assert window_sum([1, 2, 3], 3) == 6\n\ndef test_empty():\n    assert window_sum([], 2) == 0\n\ndef test_zero_window():\n    assert window_sum([4, 4], 0) == 0\n",
+        ),
+    ]);
+    let out = fix(dir.path(), &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["patch"]["source"], "combined", "{report:#}");
+    assert!(report["candidates"]["pairs"].as_u64().unwrap() > 0);
+    let diff = report["patch"]["diff"].as_str().unwrap();
+    assert_eq!(diff.matches("\n+ ").count(), 2, "two edited lines expected:\n{diff}");
+    apply_and_test(dir.path(), diff);
 }

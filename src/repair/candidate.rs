@@ -12,6 +12,8 @@ use std::collections::{HashMap, HashSet};
 pub enum Source {
     /// A repair operator.
     Operator(Operator),
+    /// Two edits combined (each from an operator), at different places in one file.
+    Combined(Operator, Operator),
 }
 
 impl Source {
@@ -19,6 +21,7 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Operator(op) => op.name(),
+            Source::Combined(..) => "combined",
         }
     }
 }
@@ -163,6 +166,59 @@ pub fn generate(
         c.id = id;
     }
     (out, stats)
+}
+
+/// Penalty on two-edit candidates: each extra edit is a chance to overfit the tests.
+const PAIR_PENALTY: f64 = 0.5;
+
+/// Two-edit candidates: each seed (e.g. a partial fix) combined with each partner at another
+/// line of the same file, ranked by the product of their scores. Ids continue from `next_id`.
+#[must_use]
+pub fn pairs(
+    project: &Project,
+    seeds: &[&Candidate],
+    partners: &[&Candidate],
+    next_id: usize,
+    max: usize,
+) -> Vec<Candidate> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for seed in seeds {
+        for partner in partners {
+            if seed.id == partner.id || seed.patch.file != partner.patch.file || seed.line == partner.line {
+                continue;
+            }
+            let key = (seed.id.min(partner.id), seed.id.max(partner.id));
+            if !seen.insert(key) {
+                continue;
+            }
+            let Some(file) = project.file(&seed.patch.file) else { continue };
+            let Ok(patch) = seed.patch.merge(&partner.patch) else { continue };
+            let patched_text = patch.apply(file.parsed.text());
+            let reparsed = Parsed::new(patched_text.as_str());
+            if !reparsed.is_valid() {
+                continue;
+            }
+            let (Source::Operator(a), Source::Operator(b)) = (seed.source, partner.source) else { continue };
+            out.push(Candidate {
+                id: 0,
+                focus: focus(&patch, &file.parsed, &reparsed),
+                patch,
+                patched_text,
+                source: Source::Combined(a, b),
+                line: seed.line.min(partner.line),
+                description: format!("{}; {}", seed.description, partner.description),
+                score: seed.score * partner.score * PAIR_PENALTY,
+                edit_size: seed.edit_size + partner.edit_size,
+            });
+        }
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.edit_size.cmp(&b.edit_size)));
+    out.truncate(max);
+    for (i, c) in out.iter_mut().enumerate() {
+        c.id = next_id + i;
+    }
+    out
 }
 
 /// Code with whitespace runs collapsed, so formatting-only differences dedupe.

@@ -80,6 +80,8 @@ pub struct FixOutcome {
     pub localization: Localization,
     pub candidates: Vec<Candidate>,
     pub generate_stats: GenerateStats,
+    /// Two-edit candidates added when single edits did not suffice.
+    pub pair_candidates: usize,
     pub validated: Vec<Validated>,
     /// Index into `candidates` of the chosen patch.
     pub best: Option<usize>,
@@ -150,6 +152,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         localization: Localization::default(),
         candidates: Vec::new(),
         generate_stats: GenerateStats::default(),
+        pair_candidates: 0,
         validated: Vec::new(),
         best: None,
         diff: None,
@@ -200,24 +203,68 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             }
         }
     };
-    // Search until a plausible patch survives confirmation by fresh full-suite runs.
+    // Search until a plausible patch survives confirmation by fresh full-suite runs: single
+    // edits first, then (from 55% of the budget, or when single edits run out) pairs of edits
+    // seeded by partial fixes, then the remaining single edits.
     let mut validated: Vec<Validated> = Vec::new();
     let mut best = None;
-    while Instant::now() < deadline {
+    let search_start = Instant::now();
+    let pairs_at = search_start + deadline.saturating_duration_since(search_start).mul_f64(0.55);
+    let mut phase = Phase::Single;
+    let failing_count = config.failing.len();
+    loop {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let mut round_config = config.clone();
+        if phase == Phase::Single {
+            round_config.deadline = pairs_at;
+        }
         let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
-        let round = lab::run(&pytest, &config, &outcome.candidates, &done, &forward)?;
-        if round.is_empty() {
-            break;
-        }
+        let round = lab::run(&pytest, &round_config, &outcome.candidates, &done, &forward)?;
+        let exhausted = round.is_empty();
         validated.extend(round);
-        let Some(choice) = choose_best(&outcome.candidates, &validated) else { continue };
-        let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
-        if verdict.is_plausible() {
-            best = Some(choice);
-            break;
+        if let Some(choice) = choose_best(&outcome.candidates, &validated) {
+            let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
+            if verdict.is_plausible() {
+                best = Some(choice);
+                break;
+            }
+            if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
+                v.outcome = verdict;
+            }
+            continue;
         }
-        if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
-            v.outcome = verdict;
+        if phase == Phase::Single && (exhausted || Instant::now() >= pairs_at) {
+            phase = Phase::Pairs;
+            let by_id = |id: usize| &outcome.candidates[id];
+            let mut seeds: Vec<&Candidate> = validated
+                .iter()
+                .filter(|v| v.outcome.is_partial_fix(failing_count))
+                .map(|v| by_id(v.candidate_id))
+                .collect();
+            let partners: Vec<&Candidate> = outcome
+                .candidates
+                .iter()
+                .filter(|c| matches!(c.source, candidate::Source::Operator(_)))
+                .take(PAIR_PARTNERS)
+                .collect();
+            if seeds.is_empty() {
+                seeds = partners.iter().copied().take(PAIR_SEEDS_WITHOUT_PARTIAL_FIXES).collect();
+            }
+            let next_id = outcome.candidates.len();
+            let pairs = candidate::pairs(&project, &seeds, &partners, next_id, MAX_PAIRS);
+            on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() + pairs.len() });
+            outcome.pair_candidates = pairs.len();
+            // Pairs are validated before the remaining single edits.
+            let mut ordered = pairs;
+            let (tried, untried): (Vec<Candidate>, Vec<Candidate>) =
+                std::mem::take(&mut outcome.candidates).into_iter().partition(|c| done.contains(&c.id) || validated.iter().any(|v| v.candidate_id == c.id));
+            outcome.candidates = renumber(tried, &mut ordered, untried, &mut validated);
+            continue;
+        }
+        if exhausted {
+            break;
         }
     }
     validated.sort_by_key(|v| v.candidate_id);
@@ -232,6 +279,40 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     }
     outcome.elapsed = start.elapsed();
     Ok(outcome)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Single,
+    Pairs,
+}
+
+/// Top single edits that partner with seeds in two-edit candidates.
+const PAIR_PARTNERS: usize = 60;
+/// Seeds taken from the top single edits when no candidate fixed part of the failing tests.
+const PAIR_SEEDS_WITHOUT_PARTIAL_FIXES: usize = 15;
+const MAX_PAIRS: usize = 1500;
+
+/// Put `tried` first, then `pairs`, then `untried`, giving every candidate its new position as
+/// id and rewriting the ids in `validated`.
+fn renumber(
+    tried: Vec<Candidate>,
+    pairs: &mut Vec<Candidate>,
+    untried: Vec<Candidate>,
+    validated: &mut [Validated],
+) -> Vec<Candidate> {
+    let mut all: Vec<Candidate> = tried;
+    all.append(pairs);
+    all.extend(untried);
+    let mut map = std::collections::HashMap::new();
+    for (new_id, c) in all.iter_mut().enumerate() {
+        map.insert(c.id, new_id);
+        c.id = new_id;
+    }
+    for v in validated {
+        v.candidate_id = map[&v.candidate_id];
+    }
+    all
 }
 
 /// Fresh full-suite runs a plausible patch must pass before it is reported (the second

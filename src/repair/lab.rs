@@ -34,6 +34,12 @@ impl CandidateOutcome {
         matches!(self, CandidateOutcome::Plausible)
     }
 
+    /// Some, but not all, originally failing tests pass: a seed for two-edit patches.
+    #[must_use]
+    pub fn is_partial_fix(&self, originally_failing: usize) -> bool {
+        matches!(self, CandidateOutcome::StillFailing { failing } if failing.len() < originally_failing)
+    }
+
     #[must_use]
     pub fn name(&self) -> &'static str {
         match self {
@@ -107,6 +113,7 @@ pub enum LabEvent {
 }
 
 /// What the lab needs to know about the baseline.
+#[derive(Clone)]
 pub struct LabConfig<'a> {
     pub root: &'a Path,
     /// Selectors the user gave (`--tests`); empty for the whole suite.
@@ -332,13 +339,19 @@ impl<'a> Worker<'a> {
         Ok(Validated { candidate_id: candidate.id, outcome: outcome?, elapsed: start.elapsed() })
     }
 
-    fn session(&mut self, selectors: Option<&[String]>, tests: usize, swap: Option<&Swap>) -> Result<Session, LabError> {
+    fn session(
+        &mut self,
+        selectors: Option<&[String]>,
+        tests: usize,
+        swap: Option<&Swap>,
+        exit_first: bool,
+    ) -> Result<Session, LabError> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
         let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
         if let Engine::Fork(server) = &mut self.engine {
             let request = Request {
                 nodeids: selectors,
-                exit_first: true,
+                exit_first,
                 per_test_timeout: self.config.timeouts.per_test,
                 session_timeout,
                 swap: swap.cloned(),
@@ -357,7 +370,7 @@ impl<'a> Worker<'a> {
             coverage: false,
             per_test_timeout: Some(self.config.timeouts.per_test),
             session_timeout,
-            exit_first: true,
+            exit_first,
         };
         Ok(self.pytest.run(&spec)?)
     }
@@ -365,17 +378,18 @@ impl<'a> Worker<'a> {
     /// `affected`: the passing tests that can be affected by the patch (`None`: all of them).
     fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<CandidateOutcome, LabError> {
         let config = self.config;
-        // Originally failing tests first: most candidates are rejected here, cheaply.
-        let first = self.session(Some(&config.failing), config.failing.len(), swap)?;
+        // Originally failing tests first: most candidates are rejected here, cheaply. With
+        // several, all of them run, so that partial fixes are seen (seeds for two-edit patches).
+        let first = self.session(Some(&config.failing), config.failing.len(), swap, config.failing.len() == 1)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok(outcome);
         }
         let (full, expected) = match affected {
             Some([]) => return Ok(CandidateOutcome::Plausible),
-            Some(tests) => (self.session(Some(tests), tests.len(), swap)?, tests.to_vec()),
+            Some(tests) => (self.session(Some(tests), tests.len(), swap, true)?, tests.to_vec()),
             None => {
                 let all: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-                (self.session(None, config.total_tests, swap)?, all)
+                (self.session(None, config.total_tests, swap, true)?, all)
             }
         };
         Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
