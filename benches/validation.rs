@@ -5,6 +5,7 @@ use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec};
 use deepdebug::repair::candidate::{self, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
+use deepdebug::repair::priors::Priors;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -69,7 +70,7 @@ fn main() {
             })
             .unwrap();
         let localization = localize(&project, &baseline);
-        let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default());
+        let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
         candidates.truncate(candidates_per_run);
         let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
         let passing: BTreeSet<String> =

@@ -315,3 +315,35 @@ fn bug_needing_two_edits_is_fixed_by_a_combined_candidate() {
     assert_eq!(diff.matches("\n+ ").count(), 2, "two edited lines expected:\n{diff}");
     apply_and_test(dir.path(), diff);
 }
+
+#[test]
+fn priors_learned_from_mined_pairs_are_written_and_used_by_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("pairs.jsonl");
+    let rows = [
+        ("def f(a, b):\n    return a > b\n", "def f(a, b):\n    return a >= b\n"),
+        ("def g(n):\n    return n + 1\n", "def g(n):\n    return n - 1\n"),
+    ];
+    let text: String = rows
+        .iter()
+        .map(|(b, a)| format!("{}\n", serde_json::json!({"repo": "r", "before": b, "after": a})))
+        .collect();
+    std::fs::write(&data, text).unwrap();
+    let priors = dir.path().join("priors.json");
+    let out = deepdebug().args(["priors", "--data"]).arg(&data).arg("--out").arg(&priors).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&priors).unwrap()).unwrap();
+    assert_eq!(file["pairs"], 2);
+    assert_eq!(file["counts"]["comparison"], 1);
+    assert_eq!(file["counts"]["arithmetic"], 1);
+
+    let project = project(&[
+        ("grades.py", "def passed(score):\n    return score > 50\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n"),
+    ]);
+    let out = fix(project.path(), &["--priors", priors.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = fix(project.path(), &["--priors", dir.path().join("missing.json").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("missing.json"), "{}", stderr(&out));
+}

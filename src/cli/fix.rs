@@ -7,6 +7,7 @@ use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
 use deepdebug::repair::lab::EngineChoice;
+use deepdebug::repair::priors::Priors;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -46,6 +47,10 @@ pub struct FixArgs {
     /// (one pytest process per run).
     #[arg(long, value_enum, default_value = "fork")]
     engine: Engine,
+    /// Operator priors: a priors.json (`deepdebug priors`) or a JSONL of mined fix pairs
+    /// (`deepdebug mine` output) to learn them from.
+    #[arg(long, value_name = "FILE")]
+    priors: Option<PathBuf>,
     /// How many of the most suspicious lines receive candidate edits.
     #[arg(long, default_value_t = 40)]
     max_lines: usize,
@@ -58,7 +63,13 @@ enum Engine {
 }
 
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
+    let priors = match &args.priors {
+        None => Priors::default(),
+        Some(path) if path.extension().is_some_and(|e| e == "jsonl") => Priors::learn_from_jsonl(path)?.0,
+        Some(path) => Priors::load(path)?,
+    };
     let options = FixOptions {
+        priors,
         repo: args.repo.clone(),
         timeout: args.timeout,
         selectors: args.tests.clone(),

@@ -2,6 +2,7 @@
 
 pub mod debugger;
 pub mod fix;
+pub mod priors;
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
 
 use super::operators::{mutations_at_line_in, FileScope, Operator};
+use super::priors::Priors;
 use crate::localize::Localization;
 use crate::patch::Patch;
 use crate::project::Project;
@@ -115,6 +116,7 @@ pub fn generate(
     project: &Project,
     localization: &Localization,
     limits: GenerateLimits,
+    priors: &Priors,
 ) -> (Vec<Candidate>, GenerateStats) {
     let mut stats = GenerateStats::default();
     let mut seen: HashSet<(String, String)> = HashSet::new();
@@ -149,7 +151,7 @@ pub fn generate(
                 source: Source::Operator(mutation.operator),
                 line: susp.line,
                 description: mutation.description,
-                score: susp.score * mutation.operator.prior(),
+                score: susp.score * priors.weight(mutation.operator),
                 edit_size,
             });
         }

@@ -1,6 +1,7 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
 use super::candidate::{self, Candidate, GenerateLimits, GenerateStats};
+use super::priors::Priors;
 use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
@@ -25,6 +26,8 @@ pub struct FixOptions {
     pub baseline_test_timeout: Duration,
     pub limits: GenerateLimits,
     pub engine: EngineChoice,
+    /// Operator priors (learned from mined fix commits, or the hand-set defaults).
+    pub priors: Priors,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -166,7 +169,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         return Ok(outcome);
     }
     outcome.localization = localize(&project, &outcome.baseline);
-    let (candidates, stats) = candidate::generate(&project, &outcome.localization, options.limits);
+    let (candidates, stats) = candidate::generate(&project, &outcome.localization, options.limits, &options.priors);
     outcome.candidates = candidates;
     outcome.generate_stats = stats;
     on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() });

@@ -3,4 +3,5 @@
 pub mod candidate;
 pub mod lab;
 pub mod operators;
+pub mod priors;
 pub mod fix;

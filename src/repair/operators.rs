@@ -425,13 +425,15 @@ impl Generator<'_> {
         }
         let Some(parent) = node.parent() else { return };
         let field = field_of(parent, node);
-        let is_value = match (parent.kind(), field.as_deref()) {
-            ("call", Some("function")) | ("attribute", _) | ("keyword_argument", Some("name")) => false,
-            ("assignment" | "augmented_assignment" | "for_statement", Some("left")) => false,
-            ("expression_statement" | "function_definition" | "parameters" | "default_parameter", _) => false,
-            ("import_statement" | "import_from_statement" | "dotted_name" | "aliased_import", _) => false,
-            _ => true,
-        };
+        let is_value = !matches!(
+            (parent.kind(), field.as_deref()),
+            ("call", Some("function"))
+                | ("attribute", _)
+                | ("keyword_argument", Some("name"))
+                | ("assignment" | "augmented_assignment" | "for_statement", Some("left"))
+                | ("expression_statement" | "function_definition" | "parameters" | "default_parameter", _)
+                | ("import_statement" | "import_from_statement" | "dotted_name" | "aliased_import", _)
+        );
         if !is_value || (node.kind() == "identifier" && enclosing_function(node).is_none()) {
             return;
         }
