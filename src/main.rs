@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Find a patch that makes the failing pytest tests pass, and print it as a diff.
     Fix(cli::fix::FixArgs),
+    /// Plant heuristic bugs in functions covered by passing tests; keep those the tests catch.
+    Inject(cli::inject::InjectArgs),
     /// Learn repair-operator priors from mined fix pairs (JSONL with `before`/`after`).
     Priors(cli::priors::PriorsArgs),
     #[command(flatten)]
@@ -33,6 +35,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Priors(args) => cli::priors::run(&args),
+        Command::Inject(args) => cli::inject::run(&args),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
     };
     match result {

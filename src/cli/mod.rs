@@ -2,6 +2,7 @@
 
 pub mod debugger;
 pub mod fix;
+pub mod inject;
 pub mod priors;
 
 use std::time::Duration;

@@ -134,7 +134,7 @@ pub struct LabConfig<'a> {
 impl LabConfig<'_> {
     /// True when a line of `focus`'s bodies ran at import time: hot-swapping would leave
     /// import-time results stale, and per-test coverage would not show every dependent test.
-    fn runs_at_import(&self, file: &str, focus: &Focus) -> bool {
+    pub fn runs_at_import(&self, file: &str, focus: &Focus) -> bool {
         self.baseline.collect_coverage.get(file).is_some_and(|lines| {
             lines.iter().any(|l| focus.original_body_lines.iter().any(|(a, b)| (a..=b).contains(&l)))
         })
@@ -143,7 +143,7 @@ impl LabConfig<'_> {
     /// Regression-test selection: the passing tests that executed a line of `focus`'s bodies
     /// in the baseline, plus those whose coverage shows no project code at all (they may run
     /// the project in a subprocess). A body edit cannot change any other test's outcome.
-    fn affected_tests(&self, file: &str, focus: &Focus) -> Vec<String> {
+    pub fn affected_tests(&self, file: &str, focus: &Focus) -> Vec<String> {
         self.baseline
             .tests
             .iter()
@@ -286,7 +286,8 @@ pub fn confirm(
     Ok(CandidateOutcome::Plausible)
 }
 
-struct Worker<'a> {
+/// One validation worker: a scratch copy of the project and its engine.
+pub struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
     root: PathBuf,
@@ -295,7 +296,9 @@ struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    fn new(
+    /// A worker rooted at `root`, a scratch copy of the project; starts the fork server when
+    /// `config.engine` asks for it (falling back to subprocess runs, reported as a note).
+    pub fn new(
         pytest: &'a Pytest,
         config: &'a LabConfig<'a>,
         root: &Path,
@@ -323,6 +326,28 @@ impl<'a> Worker<'a> {
             }
         };
         Worker { pytest, config, root: root.to_path_buf(), engine, on_event }
+    }
+
+    /// Run `tests` (all of them, no early exit) against `file` replaced by `text`, hot-swapping
+    /// the focus functions when possible; the scratch copy is restored afterwards.
+    ///
+    /// # Errors
+    /// When the scratch copy cannot be written or pytest cannot start.
+    pub fn run_patched(
+        &mut self,
+        file: &str,
+        text: &str,
+        focus: Option<&Focus>,
+        tests: &[String],
+    ) -> Result<Session, LabError> {
+        let path = self.root.join(file);
+        let original = std::fs::read(&path).map_err(LabError::Write)?;
+        std::fs::write(&path, text).map_err(LabError::Write)?;
+        let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
+        let swap = focus.map(|f| Swap { file: file.to_string(), functions: f.functions.clone() });
+        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false);
+        std::fs::write(&path, &original).map_err(LabError::Write)?;
+        session
     }
 
     fn validate(&mut self, candidate: &Candidate) -> Result<Validated, LabError> {

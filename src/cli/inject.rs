@@ -1,0 +1,145 @@
+//! `deepdebug inject`: arguments, progress bars and the per-kind summary.
+
+use super::parse_duration;
+use anyhow::bail;
+use deepdebug::exit_code::ExitCode;
+use deepdebug::inject::{self, InjectEvent, InjectOptions, KindStats, RepoStatus, Shard};
+use deepdebug::repair::lab::EngineChoice;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct InjectArgs {
+    /// Repositories with passing pytest suites; repeatable.
+    #[arg(long = "repo", required = true)]
+    repos: Vec<PathBuf>,
+    /// Output directory (bugs-SHARD.jsonl, checkpoint-SHARD.json, summary-SHARD.json).
+    #[arg(long)]
+    out: PathBuf,
+    /// This process's shard, `I/N` (0-based). Defaults to the scheduler's array index
+    /// (JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID) with N from DEEPDEBUG_SHARDS, else 0/1.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Mutants tried per covered function.
+    #[arg(long, default_value_t = 8)]
+    per_function: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Budget per repository.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    timeout: Duration,
+    #[arg(long)]
+    python: Option<PathBuf>,
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+/// Parse `I/N`, or read the index from Kubernetes Indexed Jobs / Slurm arrays.
+pub fn resolve_shard(arg: Option<&str>) -> anyhow::Result<Shard> {
+    let parse = |text: &str| -> anyhow::Result<Shard> {
+        let Some((i, n)) = text.split_once('/') else { bail!("--shard must look like I/N, got `{text}`") };
+        let (index, count): (usize, usize) = (i.trim().parse()?, n.trim().parse()?);
+        if count == 0 || index >= count {
+            bail!("shard index {index} is out of range for {count} shards");
+        }
+        Ok(Shard { index, count })
+    };
+    if let Some(text) = arg {
+        return parse(text);
+    }
+    let index = std::env::var("JOB_COMPLETION_INDEX").or_else(|_| std::env::var("SLURM_ARRAY_TASK_ID"));
+    match index {
+        Ok(index) => {
+            let count = std::env::var("DEEPDEBUG_SHARDS")
+                .or_else(|_| std::env::var("SLURM_ARRAY_TASK_COUNT"))
+                .unwrap_or_else(|_| "1".into());
+            parse(&format!("{index}/{count}"))
+        }
+        Err(_) => Ok(Shard { index: 0, count: 1 }),
+    }
+}
+
+pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
+    let options = InjectOptions {
+        repos: args.repos.clone(),
+        out: args.out.clone(),
+        shard: resolve_shard(args.shard.as_deref())?,
+        python: args.python.clone(),
+        jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        per_function: args.per_function,
+        seed: args.seed,
+        repo_timeout: args.timeout,
+        engine: EngineChoice::Fork,
+    };
+    let interactive = std::io::stderr().is_terminal();
+    let multi = if interactive {
+        MultiProgress::new()
+    } else {
+        MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
+    };
+    let bar = multi.add(ProgressBar::new(0));
+    bar.set_style(
+        ProgressStyle::with_template("{msg:30} [{bar:30}] {pos}/{len} mutants, {prefix} kept ({elapsed})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    let kept = std::sync::atomic::AtomicUsize::new(0);
+    let on_event = |event: InjectEvent| match event {
+        InjectEvent::RepoStarted { repo, mutants } => {
+            bar.set_message(repo);
+            bar.set_length(mutants as u64);
+            bar.set_position(0);
+        }
+        InjectEvent::MutantDone { killed } => {
+            if killed {
+                let n = kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                bar.set_prefix(n.to_string());
+            }
+            bar.inc(1);
+        }
+        InjectEvent::RepoFinished(report) => {
+            let line = match report.status {
+                RepoStatus::Done => format!(
+                    "{}: {} bugs kept from {} mutants ({:.1}s)",
+                    report.repo, report.bugs_kept, report.mutants_run, report.seconds
+                ),
+                RepoStatus::Skipped => {
+                    format!("{}: skipped ({})", report.repo, report.reason.unwrap_or_default())
+                }
+            };
+            if interactive {
+                let _ = multi.println(line);
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    };
+    let reports = inject::run(&options, &on_event)?;
+    bar.finish_and_clear();
+    let mut totals: BTreeMap<String, KindStats> = BTreeMap::new();
+    for report in &reports {
+        for (kind, stats) in &report.by_kind {
+            let t = totals.entry(kind.clone()).or_default();
+            t.tried += stats.tried;
+            t.killed += stats.killed;
+            t.timeouts += stats.timeouts;
+        }
+    }
+    eprintln!("{:<22} {:>7} {:>7} {:>9} {:>10}", "bug kind", "tried", "kept", "timeouts", "kill rate");
+    for (kind, s) in &totals {
+        let rate = if s.tried == 0 { 0.0 } else { 100.0 * s.killed as f64 / s.tried as f64 };
+        eprintln!("{kind:<22} {:>7} {:>7} {:>9} {rate:>9.1}%", s.tried, s.killed, s.timeouts);
+    }
+    let summary = serde_json::json!({
+        "format_version": inject::INJECT_FORMAT_VERSION,
+        "shard": format!("{}/{}", options.shard.index, options.shard.count),
+        "repos": reports,
+        "by_kind": totals,
+    });
+    let path = options.out.join(format!("summary-{:05}-of-{:05}.json", options.shard.index, options.shard.count));
+    std::fs::write(&path, serde_json::to_string_pretty(&summary)?)?;
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,462 @@
+//! `deepdebug inject`: plant heuristic bugs in tested functions, keep those the tests catch, record traces.
+
+mod row;
+
+pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT_VERSION};
+
+use crate::project::{copy_tree, Project};
+use crate::pytest::{default_python, Pytest, PytestError, RunSpec, Session, TestOutcome};
+use crate::python::{functions, Parsed};
+use crate::repair::candidate::focus;
+use crate::repair::lab::{EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
+use crate::repair::operators::{mutations_at_line_in, FileScope, Operator};
+use crate::patch::Patch;
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which slice of the repository list this process handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Does this shard own the `i`-th repository (of the sorted list)?
+    #[must_use]
+    pub fn owns(self, i: usize) -> bool {
+        i % self.count.max(1) == self.index
+    }
+
+    fn tag(self) -> String {
+        format!("{:05}-of-{:05}", self.index, self.count)
+    }
+}
+
+/// Options of `deepdebug inject`.
+#[derive(Debug, Clone)]
+pub struct InjectOptions {
+    pub repos: Vec<PathBuf>,
+    pub out: PathBuf,
+    pub shard: Shard,
+    pub python: Option<PathBuf>,
+    pub jobs: usize,
+    /// Mutants tried per function (spread over operator kinds).
+    pub per_function: usize,
+    pub seed: u64,
+    /// Budget per repository.
+    pub repo_timeout: Duration,
+    pub engine: EngineChoice,
+}
+
+/// Errors that stop the whole run (per-repository problems are reported and skipped instead).
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    #[error("failed to {action} `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pytest(#[from] PytestError),
+}
+
+/// Progress events.
+#[derive(Debug, Clone)]
+pub enum InjectEvent {
+    RepoStarted { repo: String, mutants: usize },
+    MutantDone { killed: bool },
+    RepoFinished(RepoReport),
+}
+
+/// Run injection over the shard's repositories, appending rows to
+/// `OUT/bugs-SHARD.jsonl` and recording finished repositories in `OUT/checkpoint-SHARD.json`
+/// so that an interrupted run resumes where it stopped.
+///
+/// # Errors
+/// Only when the output directory cannot be written or Python/pytest are unusable.
+pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> Result<Vec<RepoReport>, InjectError> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| InjectError::Io { action, path, source }
+    };
+    std::fs::create_dir_all(&options.out).map_err(io("create", &options.out))?;
+    let tag = options.shard.tag();
+    let rows_path = options.out.join(format!("bugs-{tag}.jsonl"));
+    let checkpoint_path = options.out.join(format!("checkpoint-{tag}.json"));
+    let mut checkpoint_default = Checkpoint { format_version: INJECT_FORMAT_VERSION, ..Checkpoint::default() };
+    let mut checkpoint: Checkpoint = std::fs::read_to_string(&checkpoint_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(|c: &Checkpoint| c.format_version == INJECT_FORMAT_VERSION)
+        .unwrap_or_else(|| std::mem::take(&mut checkpoint_default));
+    // Rows written after the last checkpoint belong to an interrupted repository: drop them.
+    if let Ok(meta) = std::fs::metadata(&rows_path) {
+        if meta.len() > checkpoint.rows_bytes {
+            let file = std::fs::OpenOptions::new().write(true).open(&rows_path).map_err(io("open", &rows_path))?;
+            file.set_len(checkpoint.rows_bytes).map_err(io("truncate", &rows_path))?;
+        }
+    }
+    let mut repos = options.repos.clone();
+    repos.sort();
+    repos.dedup();
+    for (i, repo) in repos.iter().enumerate() {
+        if !options.shard.owns(i) {
+            continue;
+        }
+        let name = repo.display().to_string();
+        if checkpoint.repos.iter().any(|r| r.repo == name) {
+            continue; // finished before an interruption
+        }
+        let (report, rows) = match inject_repo(repo, options, on_event) {
+            Ok(done) => done,
+            Err(RepoError::Skip(reason)) => (RepoReport::skipped(&name, reason), Vec::new()),
+            Err(RepoError::Fatal(err)) => return Err(err),
+        };
+        // Rows first, then the checkpoint (with the rows file's length): a crash in between
+        // re-runs the repository after truncating its rows away.
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&rows_path)
+            .map_err(io("open", &rows_path))?;
+        let mut text = String::new();
+        for row in &rows {
+            text.push_str(&serde_json::to_string(row).expect("rows serialize"));
+            text.push('\n');
+        }
+        file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(io("write", &rows_path))?;
+        checkpoint.rows_bytes = file.metadata().map_err(io("read", &rows_path))?.len();
+        checkpoint.repos.push(report.clone());
+        let tmp = checkpoint_path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_string_pretty(&checkpoint).expect("checkpoint serializes"))
+            .map_err(io("write", &tmp))?;
+        std::fs::rename(&tmp, &checkpoint_path).map_err(io("write", &checkpoint_path))?;
+        on_event(InjectEvent::RepoFinished(report));
+    }
+    Ok(checkpoint.repos)
+}
+
+/// `checkpoint-SHARD.json`: finished repositories and the rows file's length after them.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    format_version: u32,
+    rows_bytes: u64,
+    repos: Vec<RepoReport>,
+}
+
+enum RepoError {
+    Skip(String),
+    Fatal(InjectError),
+}
+
+impl From<LabError> for RepoError {
+    fn from(err: LabError) -> Self {
+        match err {
+            LabError::Pytest(e) => RepoError::Fatal(InjectError::Pytest(e)),
+            other => RepoError::Skip(other.to_string()),
+        }
+    }
+}
+
+/// A planned bug: one operator edit in a covered function.
+struct Mutant {
+    file: String,
+    function: String,
+    class: Option<String>,
+    operator: Operator,
+    line: usize,
+    description: String,
+    text: String,
+    patch: Patch,
+    tests: Vec<String>,
+    focus: Option<crate::repair::candidate::Focus>,
+    fn_range: std::ops::Range<usize>,
+}
+
+fn inject_repo(
+    repo: &Path,
+    options: &InjectOptions,
+    on_event: &(dyn Fn(InjectEvent) + Sync),
+) -> Result<(RepoReport, Vec<BugRow>), RepoError> {
+    let started = Instant::now();
+    let name = repo.display().to_string();
+    let project = Project::load(repo).map_err(|e| RepoError::Skip(e.to_string()))?;
+    let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
+    let pytest = Pytest::new(&python).map_err(|e| match e {
+        PytestError::PythonMissing(_) | PytestError::PytestMissing { .. } => RepoError::Fatal(e.into()),
+        other => RepoError::Skip(other.to_string()),
+    })?;
+    let scratch = tempfile::Builder::new()
+        .prefix("deepdebug-inject-")
+        .tempdir()
+        .map_err(|e| RepoError::Skip(e.to_string()))?;
+    copy_tree(project.root(), scratch.path()).map_err(|e| RepoError::Skip(e.to_string()))?;
+    let baseline = pytest
+        .run(&RunSpec {
+            root: scratch.path(),
+            selectors: &[],
+            coverage: true,
+            per_test_timeout: Some(Duration::from_secs(10)),
+            session_timeout: options.repo_timeout,
+            exit_first: false,
+        })
+        .map_err(|e| RepoError::Skip(e.to_string()))?;
+    if baseline.exit.is_timeout() {
+        return Err(RepoError::Skip("the test suite did not finish in time".into()));
+    }
+    if !baseline.collect_errors.is_empty() {
+        return Err(RepoError::Skip(format!("{} collection errors", baseline.collect_errors.len())));
+    }
+    let passing: BTreeSet<String> =
+        baseline.tests.iter().filter(|t| t.outcome == TestOutcome::Passed).map(|t| t.nodeid.clone()).collect();
+    if passing.is_empty() {
+        return Err(RepoError::Skip("no passing tests".into()));
+    }
+    let mutants = plan(&project, &baseline, &passing, options);
+    on_event(InjectEvent::RepoStarted { repo: name.clone(), mutants: mutants.len() });
+    let config = LabConfig {
+        root: project.root(),
+        selectors: &[],
+        failing: Vec::new(),
+        passing: passing.clone(),
+        total_tests: baseline.tests.len(),
+        timeouts: Timeouts::from_baseline(&baseline),
+        deadline: started + options.repo_timeout,
+        jobs: options.jobs,
+        stop_after_plausible: usize::MAX,
+        engine: options.engine,
+        baseline: &baseline,
+    };
+    let results = validate(&pytest, &config, &mutants, options.jobs, on_event)?;
+    let mut by_kind: BTreeMap<String, KindStats> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for (mutant, session) in mutants.iter().zip(&results) {
+        let Some(session) = session else { continue };
+        let stats = by_kind.entry(mutant.operator.name().to_string()).or_default();
+        stats.tried += 1;
+        let failing: Vec<&crate::pytest::TestResult> = session.failing().collect();
+        let timed_out = session.exit.is_timeout() || failing.iter().any(|t| t.outcome == TestOutcome::Timeout);
+        if failing.is_empty() && !timed_out {
+            continue; // survived: the tests do not notice this edit
+        }
+        stats.killed += 1;
+        if timed_out {
+            stats.timeouts += 1;
+        }
+        rows.push(BugRow::new(&name, mutant_view(mutant, &project), session, options.seed));
+    }
+    let report = RepoReport {
+        repo: name,
+        status: RepoStatus::Done,
+        reason: None,
+        tests: baseline.tests.len(),
+        functions_covered: mutants.iter().map(|m| (&m.file, &m.function)).collect::<HashSet<_>>().len(),
+        mutants_planned: mutants.len(),
+        mutants_run: results.iter().filter(|r| r.is_some()).count(),
+        bugs_kept: rows.len(),
+        by_kind,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((report, rows))
+}
+
+fn mutant_view<'a>(mutant: &'a Mutant, project: &'a Project) -> row::MutantView<'a> {
+    let original = project.file(&mutant.file).map(|f| f.parsed.text()).unwrap_or_default();
+    let fixed_function = &original[mutant.fn_range.clone()];
+    // The function's range in the buggy text: shifted by the edits before its end.
+    let delta: isize = mutant
+        .patch
+        .edits()
+        .iter()
+        .map(|e| e.content.len() as isize - e.range.len() as isize)
+        .sum();
+    let end = mutant.fn_range.end.checked_add_signed(delta).unwrap_or(mutant.fn_range.end);
+    let buggy_function = mutant.text.get(mutant.fn_range.start..end).unwrap_or_default();
+    row::MutantView {
+        path: &mutant.file,
+        function: &mutant.function,
+        class: mutant.class.as_deref(),
+        kind: mutant.operator.name(),
+        line: mutant.line,
+        description: &mutant.description,
+        buggy_function,
+        fixed_function,
+        context: row::context(original, mutant.fn_range.clone()),
+    }
+}
+
+/// Choose up to `per_function` mutants for every covered function, round-robin over operators
+/// in a seeded order.
+fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, options: &InjectOptions) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    for file in project.repair_targets() {
+        let scope = FileScope::of(&file.parsed);
+        let text = file.parsed.text();
+        for def in functions(&file.parsed) {
+            let body_start = text[..def.body_byte_range.start].matches('\n').count() + 1;
+            let covered_lines: BTreeSet<usize> = baseline
+                .tests
+                .iter()
+                .filter(|t| passing.contains(&t.nodeid))
+                .filter_map(|t| t.coverage.get(&file.rel))
+                .flatten()
+                .copied()
+                .filter(|l| (body_start..=def.end_line).contains(l))
+                .collect();
+            if covered_lines.is_empty() {
+                continue;
+            }
+            let tests: Vec<String> = baseline
+                .tests
+                .iter()
+                .filter(|t| passing.contains(&t.nodeid))
+                .filter(|t| t.coverage.get(&file.rel).is_some_and(|ls| ls.iter().any(|l| covered_lines.contains(l))))
+                .map(|t| t.nodeid.clone())
+                .collect();
+            // Nested functions are mutated as part of their outermost function.
+            let nested = functions(&file.parsed).iter().any(|o| {
+                o.byte_range != def.byte_range
+                    && o.body_byte_range.start <= def.byte_range.start
+                    && def.byte_range.end <= o.body_byte_range.end
+            });
+            if nested {
+                continue;
+            }
+            let mut by_operator: BTreeMap<Operator, Vec<Mutant>> = BTreeMap::new();
+            let mut seen = HashSet::new();
+            for &line in &covered_lines {
+                for m in mutations_at_line_in(&file.parsed, &scope, line) {
+                    if m.edit.range.start < def.body_byte_range.start || m.edit.range.end > def.body_byte_range.end {
+                        continue;
+                    }
+                    let patch = Patch::single(file.rel.clone(), m.edit);
+                    let patched = patch.apply(text);
+                    let reparsed = Parsed::new(patched.as_str());
+                    if !reparsed.is_valid() || !seen.insert(patched.clone()) {
+                        continue;
+                    }
+                    by_operator.entry(m.operator).or_default().push(Mutant {
+                        file: file.rel.clone(),
+                        function: def.qualname.clone(),
+                        class: def.class.clone(),
+                        operator: m.operator,
+                        line,
+                        description: m.description,
+                        focus: focus(&patch, &file.parsed, &reparsed),
+                        text: patched,
+                        patch,
+                        tests: tests.clone(),
+                        fn_range: def.byte_range.clone(),
+                    });
+                }
+            }
+            let mut rng = SplitMix(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
+            let mut queues: Vec<VecDeque<Mutant>> = by_operator
+                .into_values()
+                .map(|mut v| {
+                    rng.shuffle(&mut v);
+                    v.into()
+                })
+                .collect();
+            rng.shuffle(&mut queues);
+            let mut taken = 0;
+            while taken < options.per_function && queues.iter().any(|q| !q.is_empty()) {
+                for q in &mut queues {
+                    if taken >= options.per_function {
+                        break;
+                    }
+                    if let Some(m) = q.pop_front() {
+                        out.push(m);
+                        taken += 1;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Run every mutant's covering tests in parallel workers; `None` for mutants not run before the deadline.
+fn validate(
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    mutants: &[Mutant],
+    jobs: usize,
+    on_event: &(dyn Fn(InjectEvent) + Sync),
+) -> Result<Vec<Option<Session>>, RepoError> {
+    let queue = Mutex::new((0..mutants.len()).collect::<VecDeque<_>>());
+    let results: Mutex<Vec<Option<Session>>> = Mutex::new(vec![None; mutants.len()]);
+    let error: Mutex<Option<LabError>> = Mutex::new(None);
+    let notes = |_: LabEvent| {};
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, mutants.len().max(1)) {
+            scope.spawn(|| {
+                let dir = match tempfile::Builder::new().prefix("deepdebug-inject-").tempdir() {
+                    Ok(dir) => dir,
+                    Err(e) => {
+                        error.lock().expect("lock").get_or_insert(LabError::Scratch(e));
+                        return;
+                    }
+                };
+                if let Err(e) = copy_tree(config.root, dir.path()) {
+                    error.lock().expect("lock").get_or_insert(LabError::Scratch(e));
+                    return;
+                }
+                let mut worker = Worker::new(pytest, config, dir.path(), &notes);
+                loop {
+                    if Instant::now() >= config.deadline || error.lock().expect("lock").is_some() {
+                        break;
+                    }
+                    let Some(i) = queue.lock().expect("lock").pop_front() else { break };
+                    let m = &mutants[i];
+                    match worker.run_patched(&m.file, &m.text, m.focus.as_ref(), &m.tests) {
+                        Ok(session) => {
+                            let killed = session.failing().next().is_some() || session.exit.is_timeout();
+                            results.lock().expect("lock")[i] = Some(session);
+                            on_event(InjectEvent::MutantDone { killed });
+                        }
+                        Err(e) => {
+                            error.lock().expect("lock").get_or_insert(e);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = error.into_inner().expect("lock") {
+        return Err(e.into());
+    }
+    Ok(results.into_inner().expect("lock"))
+}
+
+fn hash(text: &str) -> u64 {
+    // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A small seeded PRNG (SplitMix64) for reproducible sampling.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = usize::try_from(self.next() % (i as u64 + 1)).unwrap_or(0);
+            items.swap(i, j);
+        }
+    }
+}
