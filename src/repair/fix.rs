@@ -147,7 +147,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     if baseline.tests.is_empty() {
         return Err(FixError::NoTests(baseline.output_tail.clone()));
     }
-    let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
+    // Failing tests that hung in the baseline go last: they are the slowest to reject.
+    let mut failing: Vec<&crate::pytest::TestResult> = baseline.failing().collect();
+    failing.sort_by_key(|t| t.outcome == crate::pytest::TestOutcome::Timeout);
+    let failing: Vec<String> = failing.into_iter().map(|t| t.nodeid.clone()).collect();
     let mut outcome = FixOutcome {
         status: FixStatus::NothingToFix,
         python,
@@ -181,6 +184,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         .filter(|t| t.outcome.is_ok())
         .map(|t| t.nodeid.clone())
         .collect();
+    // Leave time for the confirmation runs of a plausible patch within the budget.
+    let reserve = (outcome.baseline.elapsed * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2))
+        .min(options.timeout.mul_f64(0.4));
+    let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
     let config = LabConfig {
         root: project.root(),
         selectors: &options.selectors,
@@ -188,7 +195,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         passing,
         total_tests: outcome.baseline.tests.len(),
         timeouts: Timeouts::from_baseline(&outcome.baseline),
-        deadline,
+        deadline: search_deadline,
         jobs: options.jobs,
         stop_after_plausible: 1,
         engine: options.engine,
@@ -212,11 +219,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let mut validated: Vec<Validated> = Vec::new();
     let mut best = None;
     let search_start = Instant::now();
-    let pairs_at = search_start + deadline.saturating_duration_since(search_start).mul_f64(0.55);
+    let pairs_at = search_start + search_deadline.saturating_duration_since(search_start).mul_f64(0.55);
     let mut phase = Phase::Single;
-    let failing_count = config.failing.len();
     loop {
-        if Instant::now() >= deadline {
+        if Instant::now() >= search_deadline {
             break;
         }
         let mut round_config = config.clone();
@@ -243,7 +249,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             let by_id = |id: usize| &outcome.candidates[id];
             let mut seeds: Vec<&Candidate> = validated
                 .iter()
-                .filter(|v| v.outcome.is_partial_fix(failing_count))
+                .filter(|v| v.outcome.is_partial_fix())
                 .map(|v| by_id(v.candidate_id))
                 .collect();
             let partners: Vec<&Candidate> = outcome

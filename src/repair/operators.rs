@@ -20,6 +20,8 @@ pub enum Operator {
     ConstantOffByOne,
     /// An index, slice bound or `range` argument ±1.
     IndexOffByOne,
+    /// A value ±1 where it is assigned, returned, compared or passed.
+    ExpressionOffByOne,
     /// Swap two arguments of a call.
     ArgumentSwap,
     /// Use another variable of the same scope.
@@ -55,6 +57,7 @@ impl Operator {
             Operator::Boolean => 0.8,
             Operator::Negation => 0.6,
             Operator::ArgumentSwap => 0.55,
+            Operator::ExpressionOffByOne => 0.5,
             Operator::VariableMisuse => 0.5,
             Operator::RemoveOperand => 0.4,
             Operator::Literal => 0.6,
@@ -69,13 +72,14 @@ impl Operator {
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 17] = [
+    pub const ALL: [Operator; 18] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
         Operator::Negation,
         Operator::ConstantOffByOne,
         Operator::IndexOffByOne,
+        Operator::ExpressionOffByOne,
         Operator::ArgumentSwap,
         Operator::VariableMisuse,
         Operator::RemoveOperand,
@@ -99,6 +103,7 @@ impl Operator {
             Operator::ConstantOffByOne => "constant-off-by-one",
             Operator::IndexOffByOne => "index-off-by-one",
             Operator::ArgumentSwap => "argument-swap",
+            Operator::ExpressionOffByOne => "expression-off-by-one",
             Operator::VariableMisuse => "variable-misuse",
             Operator::RemoveOperand => "remove-operand",
             Operator::Literal => "literal",
@@ -299,6 +304,30 @@ impl Generator<'_> {
             _ => {}
         }
         self.wrap(node);
+        self.expression_off_by_one(node);
+    }
+
+    /// `v` → `v + 1` / `v - 1` where `v` is assigned, returned, compared or passed.
+    fn expression_off_by_one(&mut self, node: Node<'_>) {
+        if !matches!(node.kind(), "identifier" | "call" | "attribute" | "subscript" | "binary_operator") {
+            return;
+        }
+        let Some(parent) = node.parent() else { return };
+        let field = field_of(parent, node);
+        let position = matches!(
+            (parent.kind(), field.as_deref()),
+            ("assignment", Some("right")) | ("return_statement", _) | ("comparison_operator", _) | ("argument_list", _)
+        );
+        let in_range = parent.kind() == "argument_list"
+            && parent.parent().and_then(|c| c.child_by_field_name("function")).is_some_and(|f| self.text(f) == "range");
+        if !position || in_range || enclosing_function(node).is_none() {
+            return;
+        }
+        let before = self.out.len();
+        self.off_by_one(node);
+        for m in &mut self.out[before..] {
+            m.operator = Operator::ExpressionOffByOne;
+        }
     }
 
     /// Statement-level operators for a statement starting on the line.
