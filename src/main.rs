@@ -16,6 +16,9 @@ struct Cli {
 enum Command {
     /// Find a patch that makes the failing pytest tests pass, and print it as a diff.
     Fix(cli::fix::FixArgs),
+    /// Evaluate `fix` on a benchmark (QuixBugs layout).
+    #[command(subcommand)]
+    Eval(cli::eval::EvalCommand),
     #[command(flatten)]
     Debugger(cli::debugger::DebuggerCommand),
 }
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Fix(args) => cli::fix::run(&args),
+        Command::Eval(command) => cli::eval::run(&command),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
     };
     match result {

@@ -1,6 +1,7 @@
 //! Subcommand front ends: argument structs, console output and progress bars.
 
 pub mod debugger;
+pub mod eval;
 pub mod fix;
 
 use std::time::Duration;
