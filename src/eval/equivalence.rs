@@ -124,6 +124,7 @@ pub fn run_program(
     let limits = Limits { memory_bytes: Some(2 << 30), cpu_seconds: Some(budget.as_secs() + 5), file_bytes: Some(16 << 20) };
     let output = process::run(&mut command, budget, limits, dir.path())?;
     let mut results = vec![CallResult::Timeout; inputs.len()];
+    let mut answered = 0;
     for line in output.stdout.lines() {
         let Ok(row) = serde_json::from_str::<Value>(line) else { continue };
         let index = row.get("i").and_then(Value::as_i64).unwrap_or(-2);
@@ -134,10 +135,13 @@ pub fn run_program(
         }
         if let Some(slot) = usize::try_from(index).ok().and_then(|i| results.get_mut(i)) {
             *slot = CallResult::parse(text);
+            answered += 1;
         }
     }
-    if results.is_empty() && !matches!(output.exit, Exit::Success) {
-        return Err(CompareError::Import { side: "patched", message: clip(&output.stderr, 300) });
+    // A child that died before answering anything (not by our timeout) could not run at all.
+    if answered == 0 && !inputs.is_empty() && !matches!(output.exit, Exit::Success | Exit::Timeout) {
+        let side = if package.starts_with("correct") { "correct" } else { "patched" };
+        return Err(CompareError::Import { side, message: clip(output.stderr.trim(), 300) });
     }
     Ok(results)
 }
@@ -204,5 +208,82 @@ pub fn clip(text: &str, max: usize) -> String {
         text.to_string()
     } else {
         text.chars().take(max).collect::<String>() + "…"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tree(patched: &str, correct: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (package, text) in [("python_programs", patched), ("correct_python_programs", correct)] {
+            std::fs::create_dir_all(dir.path().join(package)).unwrap();
+            std::fs::write(dir.path().join(package).join("f.py"), text).unwrap();
+        }
+        dir
+    }
+
+    fn config(generated: usize) -> CompareConfig {
+        CompareConfig {
+            python: PathBuf::from("python3"),
+            per_call_timeout: Duration::from_millis(300),
+            generated,
+            seed: 5,
+        }
+    }
+
+    #[test]
+    fn a_difference_on_generated_inputs_is_found() {
+        let dir = tree("def f(n):\n    return abs(n)\n", "def f(n):\n    return n\n");
+        let cmp = compare_on_inputs(dir.path(), "f", &[vec![json!(4)], vec![json!(7)]], &config(30)).unwrap();
+        assert_eq!(cmp.test_inputs, 2);
+        let d = cmp.difference.expect("negative inputs differ");
+        assert!(!d.from_tests);
+        assert_ne!(d.patched, d.correct);
+    }
+
+    #[test]
+    fn values_exceptions_and_double_timeouts_compare_equal() {
+        let program = "def f(n):\n    if n < 0:\n        while True:\n            pass\n    if n == 0:\n        raise ValueError(n)\n    return {n, n + 1}\n";
+        let dir = tree(program, program);
+        let tests = [vec![json!(-1)], vec![json!(0)], vec![json!(3)]];
+        let cmp = compare_on_inputs(dir.path(), "f", &tests, &config(0)).unwrap();
+        assert_eq!(cmp.difference, None);
+        let results = run_program(Path::new("python3"), dir.path(), "python_programs", "f", &tests, Duration::from_millis(300)).unwrap();
+        assert_eq!(
+            results,
+            vec![CallResult::Timeout, CallResult::Raised("ValueError".into()), CallResult::Value("set{3, 4}".into())]
+        );
+    }
+
+    #[test]
+    fn generated_inputs_the_correct_program_rejects_are_discarded() {
+        let dir = tree("def f(xs):\n    return xs[0]\n", "def f(xs):\n    return xs[0]\n");
+        let cmp = compare_on_inputs(dir.path(), "f", &[vec![json!([1, 2, 3])]], &config(40)).unwrap();
+        assert_eq!(cmp.difference, None);
+        assert!(cmp.discarded > 0, "the empty list raises IndexError and must be discarded: {cmp:?}");
+    }
+
+    #[test]
+    fn an_unimportable_program_is_an_error() {
+        let dir = tree("def f(:\n", "def f(n):\n    return n\n");
+        let err = compare_on_inputs(dir.path(), "f", &[vec![json!(1)]], &config(0)).unwrap_err();
+        assert!(matches!(err, CompareError::Import { side: "patched", .. }), "{err}");
+    }
+
+    #[test]
+    fn ast_equality_ignores_comments_and_docstrings() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.py");
+        let b = dir.path().join("b.py");
+        let c = dir.path().join("c.py");
+        std::fs::write(&a, "def f(x):\n    \"\"\"Doc.\"\"\"\n    # note\n    return x + 1\n").unwrap();
+        std::fs::write(&b, "def f(x):\n    return x+1\n").unwrap();
+        std::fs::write(&c, "def f(x):\n    return x - 1\n").unwrap();
+        let python = Path::new("python3");
+        assert!(ast_equal(python, &a, &b).unwrap());
+        assert!(!ast_equal(python, &a, &c).unwrap());
     }
 }
