@@ -38,7 +38,7 @@ pub struct QuixbugsArgs {
     #[arg(long)]
     python: Option<PathBuf>,
     /// Per-test limit of the baseline run (buggy programs may loop forever).
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
     test_timeout: Duration,
     /// Extra inputs generated per program for the behaviour check.
     #[arg(long, default_value_t = 60)]

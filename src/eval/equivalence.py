@@ -32,7 +32,10 @@ def canon(value, depth=0):
     """A deterministic text for a return value (no addresses, sets sorted, iterators expanded)."""
     if depth > MAX_DEPTH:
         return "..."
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+    if isinstance(value, float):
+        # Floats agree to 9 significant digits (iterative numeric code may differ in the last bits).
+        return format(value, ".9g")
+    if value is None or isinstance(value, (bool, int, complex, str, bytes)):
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(canon(v, depth + 1) for v in value) + "]"

@@ -274,6 +274,16 @@ mod tests {
     }
 
     #[test]
+    fn floats_agree_to_nine_significant_digits() {
+        let dir = tree("def f(x):\n    return x / 3 + 1e-12\n", "def f(x):\n    return x / 3\n");
+        let cmp = compare_on_inputs(dir.path(), "f", &[vec![json!(1.0)]], &config(0)).unwrap();
+        assert_eq!(cmp.difference, None);
+        let dir = tree("def f(x):\n    return x / 3 + 1e-6\n", "def f(x):\n    return x / 3\n");
+        let cmp = compare_on_inputs(dir.path(), "f", &[vec![json!(1.0)]], &config(0)).unwrap();
+        assert!(cmp.difference.is_some());
+    }
+
+    #[test]
     fn ast_equality_ignores_comments_and_docstrings() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.py");
