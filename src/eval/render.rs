@@ -157,7 +157,7 @@ pub fn html(results: &EvalResults) -> String {
     }
     out.push_str("</table>\n<h2>Diffs</h2>\n");
     for r in &results.programs {
-        let _ = write!(out, "<h3 id=\"p-{}\">{} ({})</h3>\n", html_escape(&r.name), html_escape(&r.name), r.status.label());
+        let _ = writeln!(out, "<h3 id=\"p-{}\">{} ({})</h3>", html_escape(&r.name), html_escape(&r.name), r.status.label());
         match &r.diff {
             Some(diff) => {
                 let _ = writeln!(out, "<pre>{}</pre>", html_escape(diff));
