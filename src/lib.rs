@@ -1,6 +1,7 @@
 //! deepdebug: automatic repair of Python programs (library root).
 
 pub mod debugger;
+pub mod eval;
 pub mod python;
 pub mod process;
 pub mod pytest;

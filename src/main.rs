@@ -20,6 +20,9 @@ enum Command {
     Inject(cli::inject::InjectArgs),
     /// Learn repair-operator priors from mined fix pairs (JSONL with `before`/`after`).
     Priors(cli::priors::PriorsArgs),
+    /// Evaluate `fix` on a benchmark (QuixBugs layout).
+    #[command(subcommand)]
+    Eval(cli::eval::EvalCommand),
     #[command(flatten)]
     Debugger(cli::debugger::DebuggerCommand),
 }
@@ -36,6 +39,7 @@ fn main() -> std::process::ExitCode {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Priors(args) => cli::priors::run(&args),
         Command::Inject(args) => cli::inject::run(&args),
+        Command::Eval(command) => cli::eval::run(&command),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
     };
     match result {

@@ -7,7 +7,6 @@ use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
 use deepdebug::repair::lab::EngineChoice;
-use deepdebug::repair::priors::Priors;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -63,11 +62,7 @@ enum Engine {
 }
 
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
-    let priors = match &args.priors {
-        None => Priors::default(),
-        Some(path) if path.extension().is_some_and(|e| e == "jsonl") => Priors::learn_from_jsonl(path)?.0,
-        Some(path) => Priors::load(path)?,
-    };
+    let priors = super::load_priors(args.priors.as_deref())?;
     let options = FixOptions {
         priors,
         repo: args.repo.clone(),

@@ -1,6 +1,7 @@
 //! Subcommand front ends: argument structs, console output and progress bars.
 
 pub mod debugger;
+pub mod eval;
 pub mod fix;
 pub mod inject;
 pub mod priors;
@@ -24,4 +25,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("duration `{text}` must be positive"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Operator priors from `--priors`: a priors.json, a mined JSONL to learn from, or the defaults.
+pub fn load_priors(path: Option<&std::path::Path>) -> anyhow::Result<deepdebug::repair::priors::Priors> {
+    use deepdebug::repair::priors::Priors;
+    Ok(match path {
+        None => Priors::default(),
+        Some(path) if path.extension().is_some_and(|e| e == "jsonl") => Priors::learn_from_jsonl(path)?.0,
+        Some(path) => Priors::load(path)?,
+    })
 }

@@ -1,0 +1,108 @@
+//! Integration tests of `deepdebug eval quixbugs` on the fixture set in `quixbugs/fixtures/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("quixbugs/fixtures")
+}
+
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().strip_prefix(root).unwrap().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+fn copy(src: &Path, dest: &Path) {
+    for entry in walkdir::WalkDir::new(src).into_iter().filter_map(Result::ok) {
+        let rel = entry.path().strip_prefix(src).unwrap();
+        if rel.components().any(|c| c.as_os_str() == "__pycache__" || c.as_os_str() == ".pytest_cache") {
+            continue;
+        }
+        let target = dest.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_fixture_program_gets_its_expected_classification() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("quixbugs");
+    copy(&fixtures(), &root);
+    let before = snapshot(&root);
+    let out_dir = dir.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["eval", "quixbugs", "--path"])
+        .arg(&root)
+        .args(["--timeout", "60s", "--test-timeout", "2s", "--jobs", "2", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(stderr.contains("5 programs: 3 genuine, 1 plausible-only, 1 not fixed, 0 errors"), "{stderr}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["format_version"], 1);
+    let programs = json["programs"].as_array().unwrap();
+    let status: BTreeMap<&str, &str> =
+        programs.iter().map(|p| (p["name"].as_str().unwrap(), p["status"].as_str().unwrap())).collect();
+    let expected = BTreeMap::from([
+        ("isqrt", "genuine"),          // hangs when buggy; `-` → `+` in the midpoint
+        ("merge_sorted", "not-fixed"), // needs two new statements
+        ("reachable", "genuine"),      // no JSON cases: AST equality with the correct program
+        ("running_max", "genuine"),
+        ("sum_sign", "plausible-only"), // weak tests never try a zero sum
+    ]);
+    assert_eq!(status, expected, "{json:#}");
+    let by_name = |name: &str| programs.iter().find(|p| p["name"] == name).unwrap();
+    let plausible = by_name("sum_sign");
+    assert!(plausible["reason"].as_str().unwrap().contains("differs from the correct program"), "{plausible}");
+    assert!(plausible["diff"].as_str().unwrap().contains("python_programs/sum_sign.py"));
+    assert_eq!(by_name("reachable")["check"]["method"], "ast");
+    let running = &by_name("running_max")["check"];
+    assert_eq!(running["method"], "inputs");
+    assert!(running["generated_inputs"].as_u64().unwrap() >= 20, "{running}");
+    assert!(by_name("merge_sorted")["diff"].is_null());
+    assert!(by_name("merge_sorted")["candidates_tried"].as_u64().unwrap() > 0);
+
+    let md = std::fs::read_to_string(out_dir.join("results.md")).unwrap();
+    assert!(md.contains("| sum_sign | plausible-only |"), "{md}");
+    assert!(md.contains("5 programs: 3 genuine, 1 plausible-only, 1 not fixed, 0 errors."), "{md}");
+    let html = std::fs::read_to_string(out_dir.join("results.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("data-status=\"plausible-only\""));
+    assert!(html.contains("+++ b/python_programs/running_max.py"), "the diffs are missing");
+
+    assert_eq!(before, snapshot(&root), "the QuixBugs directory was modified");
+}
+
+#[test]
+fn bad_paths_and_unknown_programs_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["eval", "quixbugs", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a QuixBugs-layout directory"));
+    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["eval", "quixbugs", "--programs", "node,nope", "--path"])
+        .arg(fixtures())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown program `node`"));
+    assert!(!dir.path().join("out").exists());
+}
