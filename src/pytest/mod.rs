@@ -307,3 +307,36 @@ pub fn default_python(root: &Path) -> PathBuf {
     }
     PathBuf::from("python3")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_one_hang_later_tests_get_a_shorter_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("test_hang.py"),
+            "import pytest, time\n\ndef test_quick():\n    assert True\n\n@pytest.mark.parametrize('n', range(4))\ndef test_spin(n):\n    while True:\n        pass\n",
+        )
+        .unwrap();
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let session = pytest
+            .run(&RunSpec {
+                root: dir.path(),
+                selectors: &[],
+                coverage: true,
+                per_test_timeout: Some(Duration::from_secs(3)),
+                session_timeout: Duration::from_secs(60),
+                exit_first: false,
+            })
+            .unwrap();
+        let hung: Vec<&TestResult> = session.tests.iter().filter(|t| t.outcome == TestOutcome::Timeout).collect();
+        assert_eq!(hung.len(), 4, "{:?}", session.tests);
+        assert!(hung[0].duration >= 2.9, "{}", hung[0].duration);
+        for t in &hung[1..] {
+            assert!(t.duration < 1.5, "{}: {}", t.nodeid, t.duration);
+        }
+        assert_eq!(session.test("test_hang.py::test_quick").unwrap().outcome, TestOutcome::Passed);
+    }
+}

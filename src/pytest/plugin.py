@@ -129,8 +129,20 @@ def _frames(tb):
     return frames[-30:]
 
 
+# After a test hangs, later tests get a shorter limit (10x the slowest passing test, at least
+# 0.5 s): a buggy program that hangs on many parametrized cases must not eat the whole budget.
+_hangs = 0
+_slowest_pass = 0.0
+
+
+def _limit():
+    if _hangs == 0:
+        return _TIMEOUT
+    return min(_TIMEOUT, max(0.5, 10 * _slowest_pass))
+
+
 def _on_alarm(signum, frame):
-    raise DeepdebugTimeout("test exceeded %.1fs" % _TIMEOUT)
+    raise DeepdebugTimeout("test exceeded %.1fs" % _limit())
 
 
 def _record(nodeid):
@@ -179,12 +191,13 @@ import pytest  # noqa: E402
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    global _hangs, _slowest_pass
     rec = _record(item.nodeid)
     use_alarm = _TIMEOUT > 0 and threading.current_thread() is threading.main_thread()
     previous = None
     if use_alarm:
         previous = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, _TIMEOUT)
+        signal.setitimer(signal.ITIMER_REAL, _limit())
     if _COVERAGE:
         _lines.clear()
         threading.settrace(_global_tracer)
@@ -192,6 +205,10 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         yield
     finally:
+        if rec["outcome"] == "timeout":
+            _hangs += 1
+        elif rec["outcome"] == "passed":
+            _slowest_pass = max(_slowest_pass, rec["duration"])
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous or signal.SIG_DFL)
