@@ -185,8 +185,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         .map(|t| t.nodeid.clone())
         .collect();
     // Leave time for the confirmation runs of a plausible patch within the budget.
-    let reserve = (outcome.baseline.elapsed * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2))
-        .min(options.timeout.mul_f64(0.4));
+    // A confirmation run costs about the baseline without its hangs.
+    let timeouts = Timeouts::from_baseline(&outcome.baseline);
+    let suite: f64 = outcome
+        .baseline
+        .tests
+        .iter()
+        .filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout)
+        .map(|t| t.duration)
+        .sum();
+    let one_run = timeouts.startup + Duration::from_secs_f64(suite);
+    let reserve = (one_run * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2)).min(options.timeout.mul_f64(0.4));
     let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
     let config = LabConfig {
         root: project.root(),
@@ -194,7 +203,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         failing,
         passing,
         total_tests: outcome.baseline.tests.len(),
-        timeouts: Timeouts::from_baseline(&outcome.baseline),
+        timeouts,
         deadline: search_deadline,
         jobs: options.jobs,
         stop_after_plausible: 1,
