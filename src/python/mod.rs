@@ -1,8 +1,12 @@
 //! The interface to tree-sitter-python is localized here: parsing, syntax errors, functions.
 
 mod functions;
+mod normalize;
+mod skeleton_context;
 
 pub use functions::{functions, FunctionDef};
+pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
+pub use skeleton_context::SkeletonContext;
 
 use tree_sitter::{Node, Parser, Tree};
 
