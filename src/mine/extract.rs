@@ -35,7 +35,7 @@ pub struct FileEditStats {
 pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec<FunctionEdit>, FileEditStats) {
     let mut stats = FileEditStats::default();
     let before_parsed = Parsed::new(before);
-    let after_parsed = Parsed::new(after);
+    let after_parsed = before_parsed.reparse(after);
     let before_fns = functions(&before_parsed);
     let after_fns = functions(&after_parsed);
 

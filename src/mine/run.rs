@@ -7,7 +7,7 @@ use super::progress::Progress;
 use super::report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::error::Error as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -68,12 +68,8 @@ pub fn mine(config: &MineConfig) -> Result<MineReport, MineError> {
 
 fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
     let start = Instant::now();
-    let mut unique = Vec::new();
-    for repo in &config.repos {
-        if !unique.contains(repo) {
-            unique.push(repo.clone());
-        }
-    }
+    let mut seen = HashSet::new();
+    let unique: Vec<PathBuf> = config.repos.iter().filter(|r| seen.insert(r.as_path())).cloned().collect();
     let owned: Vec<PathBuf> =
         unique.into_iter().enumerate().filter(|(i, _)| config.shard.owns(*i)).map(|(_, r)| r).collect();
     let writer = ShardWriter::open(&config.out_dir, config.shard)?;
