@@ -1,7 +1,8 @@
 //! Edited functions between two versions of one Python file, filtered by normalized code.
 
-use crate::python::{functions, normalize_range, Parsed, SkeletonContext};
+use crate::python::{functions, normalize_range, FunctionDef, Parsed, SkeletonContext};
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// One function whose normalized code changed between the two file versions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,55 +32,187 @@ pub struct FileEditStats {
 
 /// Functions present in both versions (matched by qualified name and occurrence) whose
 /// normalized code differs. `context_bytes` bounds each skeleton.
+///
+/// Only the top-level statements whose text changed are parsed (see [`top_level_chunks`]);
+/// if one of them does not parse on its own, both whole files are parsed instead.
 #[must_use]
 pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec<FunctionEdit>, FileEditStats) {
     let mut stats = FileEditStats::default();
-    let before_parsed = Parsed::new(before);
-    let after_parsed = before_parsed.reparse(after);
-    let before_fns = functions(&before_parsed);
-    let after_fns = functions(&after_parsed);
+    let (before_chunks, after_chunks) = changed_chunks(before, after);
+    let (before_side, after_side) = match (Side::chunked(before, &before_chunks), Side::chunked(after, &after_chunks)) {
+        (Some(b), Some(a)) => (b, a),
+        _ => {
+            let before_parsed = Parsed::new(before);
+            let after_parsed = before_parsed.reparse(after);
+            (Side::whole(before_parsed), Side::whole(after_parsed))
+        }
+    };
 
     // Overloads and conditional definitions repeat a name: match the k-th with the k-th.
     let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, f) in before_fns.iter().enumerate() {
-        by_name.entry(f.qualname.as_str()).or_default().push(i);
+    for (i, f) in before_side.functions.iter().enumerate() {
+        by_name.entry(f.def.qualname.as_str()).or_default().push(i);
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    let mut skeleton: Option<SkeletonContext> = None;
+    let mut skeleton: Option<(SkeletonContext, Vec<FunctionDef>)> = None;
     let mut edits = Vec::new();
-    for after_fn in &after_fns {
-        let occurrence = seen.entry(after_fn.qualname.as_str()).or_insert(0);
+    for after_fn in &after_side.functions {
+        let qualname = after_fn.def.qualname.as_str();
+        let occurrence = seen.entry(qualname).or_insert(0);
         let k = *occurrence;
         *occurrence += 1;
-        let Some(&bi) = by_name.get(after_fn.qualname.as_str()).and_then(|v| v.get(k)) else {
+        let Some(&bi) = by_name.get(qualname).and_then(|v| v.get(k)) else {
             continue;
         };
-        let before_fn = &before_fns[bi];
-        let before_text = &before[before_fn.byte_range.clone()];
-        let after_text = &after[after_fn.byte_range.clone()];
+        let before_fn = &before_side.functions[bi];
+        let before_text = &before[before_fn.def.byte_range.clone()];
+        let after_text = &after[after_fn.def.byte_range.clone()];
         if before_text == after_text {
             continue;
         }
         stats.functions_edited += 1;
-        let before_norm = normalize_range(&before_parsed, before_fn.byte_range.clone());
-        let after_norm = normalize_range(&after_parsed, after_fn.byte_range.clone());
+        let before_norm = before_side.normalize(before_fn);
+        let after_norm = after_side.normalize(after_fn);
         if before_norm == after_norm {
             stats.trivial_edits += 1;
             continue;
         }
-        let skeleton = skeleton.get_or_insert_with(|| SkeletonContext::new(&before_parsed, &before_fns));
+        // The skeleton needs the whole file: parse it only for files with real edits.
+        let (skeleton, whole_fns) = skeleton.get_or_insert_with(|| {
+            let parsed = Parsed::new(before);
+            let fns = functions(&parsed);
+            (SkeletonContext::new(&parsed, &fns), fns)
+        });
+        let context = whole_fns
+            .iter()
+            .position(|f| f.byte_range == before_fn.def.byte_range)
+            .map(|focal| skeleton.render(focal, before_fn.def.class.as_deref(), context_bytes))
+            .unwrap_or_default();
         edits.push(FunctionEdit {
-            function: after_fn.qualname.clone(),
-            class: after_fn.class.clone(),
-            before_line: before_fn.start_line,
-            after_line: after_fn.start_line,
+            function: after_fn.def.qualname.clone(),
+            class: after_fn.def.class.clone(),
+            before_line: before_fn.def.start_line,
+            after_line: after_fn.def.start_line,
             before: before_text.to_string(),
             after: after_text.to_string(),
-            context: skeleton.render(bi, before_fn.class.as_deref(), context_bytes),
+            context,
             pair_hash: pair_hash(&before_norm, &after_norm),
         });
     }
     (edits, stats)
+}
+
+/// A function found in one parsed piece of a file.
+struct Located {
+    /// Byte range and lines relative to the whole file.
+    def: FunctionDef,
+    piece: usize,
+    /// Byte range inside the piece.
+    local: Range<usize>,
+}
+
+/// The parsed parts of one version of a file and the functions in them.
+struct Side {
+    pieces: Vec<Parsed>,
+    functions: Vec<Located>,
+}
+
+impl Side {
+    fn whole(parsed: Parsed) -> Side {
+        let functions =
+            functions(&parsed).into_iter().map(|def| Located { local: def.byte_range.clone(), def, piece: 0 }).collect();
+        Side { pieces: vec![parsed], functions }
+    }
+
+    /// Parse each chunk on its own; `None` if one has a syntax error (a bad split, such
+    /// as a column-0 line inside a string, or a real error).
+    fn chunked(text: &str, chunks: &[Chunk]) -> Option<Side> {
+        let mut side = Side { pieces: Vec::with_capacity(chunks.len()), functions: Vec::new() };
+        for chunk in chunks {
+            let parsed = Parsed::new(&text[chunk.bytes.clone()]);
+            if !parsed.is_valid() {
+                return None;
+            }
+            for mut def in functions(&parsed) {
+                let local = def.byte_range.clone();
+                def.byte_range = local.start + chunk.bytes.start..local.end + chunk.bytes.start;
+                def.start_line += chunk.first_line;
+                def.end_line += chunk.first_line;
+                side.functions.push(Located { def, piece: side.pieces.len(), local });
+            }
+            side.pieces.push(parsed);
+        }
+        Some(side)
+    }
+
+    fn normalize(&self, function: &Located) -> String {
+        normalize_range(&self.pieces[function.piece], function.local.clone())
+    }
+}
+
+/// A top-level statement, with the comments and blank lines after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Chunk {
+    bytes: Range<usize>,
+    /// 0-based line of its first byte.
+    first_line: usize,
+}
+
+/// Split `text` at lines that start a top-level statement: code in column 0 that is not
+/// a closing bracket, a continuation clause (`else`, `elif`, `except`, `finally`) or the
+/// definition under a decorator.
+fn top_level_chunks(text: &str) -> Vec<Chunk> {
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let mut offset = 0;
+    let mut in_decorators = false;
+    for (line_no, line) in text.split_inclusive('\n').enumerate() {
+        let starts = match line.as_bytes().first() {
+            None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
+            Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
+                line.strip_prefix(kw).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            }),
+        };
+        if starts && !in_decorators && offset > 0 {
+            if let Some(last) = chunks.last_mut() {
+                last.bytes.end = offset;
+            }
+            chunks.push(Chunk { bytes: offset..offset, first_line: line_no });
+        } else if chunks.is_empty() {
+            chunks.push(Chunk { bytes: 0..0, first_line: 0 });
+        }
+        if starts {
+            in_decorators = line.starts_with('@');
+        }
+        offset += line.len();
+    }
+    if let Some(last) = chunks.last_mut() {
+        last.bytes.end = text.len();
+    }
+    chunks
+}
+
+/// The chunks of each version whose exact text does not occur in the other version.
+fn changed_chunks(before: &str, after: &str) -> (Vec<Chunk>, Vec<Chunk>) {
+    let before_chunks = top_level_chunks(before);
+    let after_chunks = top_level_chunks(after);
+    let only_in = |text: &str, chunks: &[Chunk], other: &str, other_chunks: &[Chunk]| -> Vec<Chunk> {
+        let mut available: HashMap<&str, usize> = HashMap::new();
+        for c in other_chunks {
+            *available.entry(&other[c.bytes.clone()]).or_default() += 1;
+        }
+        chunks
+            .iter()
+            .filter(|c| match available.get_mut(&text[c.bytes.clone()]) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    false
+                }
+                _ => true,
+            })
+            .cloned()
+            .collect()
+    };
+    (only_in(before, &before_chunks, after, &after_chunks), only_in(after, &after_chunks, before, &before_chunks))
 }
 
 /// FNV-1a 64 over `before`, a separator and `after`: stable across runs and platforms,
@@ -127,5 +260,41 @@ mod tests {
         let (again, _) = edited_functions(BEFORE, spaced, 4096);
         assert_eq!(again[0].pair_hash, edits[0].pair_hash);
         assert_ne!(pair_hash("a", "b"), pair_hash("ab", ""));
+    }
+
+    #[test]
+    fn top_level_chunks_keep_decorators_and_continuation_clauses_together() {
+        let src = "import os\n# c\n@dec\n@dec2(1)\ndef f():\n    pass\n\ntry:\n    x = 1\nexcept E:\n    pass\nelse_value = 2\nfoo(\n1\n)\nclass A:\n    pass";
+        let chunks = top_level_chunks(src);
+        let texts: Vec<&str> = chunks.iter().map(|c| &src[c.bytes.clone()]).collect();
+        assert_eq!(
+            texts,
+            [
+                "import os\n# c\n",
+                "@dec\n@dec2(1)\ndef f():\n    pass\n\n",
+                "try:\n    x = 1\nexcept E:\n    pass\n",
+                "else_value = 2\n",
+                "foo(\n",
+                "1\n)\n",
+                "class A:\n    pass"
+            ]
+        );
+        assert_eq!(chunks.iter().map(|c| c.first_line).collect::<Vec<_>>(), [0, 2, 7, 11, 12, 13, 15]);
+    }
+
+    #[test]
+    fn chunked_and_whole_file_extraction_agree_even_when_a_split_lands_in_a_string() {
+        // Column-0 text inside the docstring splits badly; that chunk does not parse alone,
+        // so both whole files are parsed instead, with the same result.
+        let before = "'''Module.\nUsage: call()\n'''\nimport os\n\ndef a():\n    return 1\n\nclass K:\n    def m(self):\n        return os.sep\n";
+        let after = "'''Module.\nUsage: call(x)\n'''\nimport os\n\ndef a():\n    return 2 + a\n\nclass K:\n    def m(self):\n        return os.pathsep\n";
+        let (edits, stats) = edited_functions(before, after, 4096);
+        assert_eq!(stats, FileEditStats { functions_edited: 2, trivial_edits: 0 });
+        let got: Vec<_> = edits.iter().map(|e| (e.function.as_str(), e.before_line, e.after_line)).collect();
+        assert_eq!(got, [("a", 6, 6), ("K.m", 10, 10)]);
+        assert!(edits[1].context.contains("# target edit\n    def m(self): ..."), "{}", edits[1].context);
+        // Without the docstring change only the two changed chunks are parsed.
+        let (chunked, _) = edited_functions(before, &after.replace("call(x)", "call()"), 4096);
+        assert_eq!(chunked, edits);
     }
 }
