@@ -1,6 +1,6 @@
 //! Edited functions between two versions of one Python file, filtered by normalized code.
 
-use crate::python::{functions, normalize_range, FunctionDef, Parsed, SkeletonContext};
+use crate::python::{functions, line_skeleton, normalize_range, FunctionDef, Parsed};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -33,8 +33,8 @@ pub struct FileEditStats {
 /// Functions present in both versions (matched by qualified name and occurrence) whose
 /// normalized code differs. `context_bytes` bounds each skeleton.
 ///
-/// Only the top-level statements whose text changed are parsed (see [`top_level_chunks`]);
-/// if one of them does not parse on its own, both whole files are parsed instead.
+/// Only the top-level statements and class members whose text changed are parsed (see
+/// [`units`]); if one of them does not parse on its own, both whole files are parsed.
 #[must_use]
 pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec<FunctionEdit>, FileEditStats) {
     let mut stats = FileEditStats::default();
@@ -54,7 +54,6 @@ pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec
         by_name.entry(f.def.qualname.as_str()).or_default().push(i);
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    let mut skeleton: Option<(SkeletonContext, Vec<FunctionDef>)> = None;
     let mut edits = Vec::new();
     for after_fn in &after_side.functions {
         let qualname = after_fn.def.qualname.as_str();
@@ -77,17 +76,7 @@ pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec
             stats.trivial_edits += 1;
             continue;
         }
-        // The skeleton needs the whole file: parse it only for files with real edits.
-        let (skeleton, whole_fns) = skeleton.get_or_insert_with(|| {
-            let parsed = Parsed::new(before);
-            let fns = functions(&parsed);
-            (SkeletonContext::new(&parsed, &fns), fns)
-        });
-        let context = whole_fns
-            .iter()
-            .position(|f| f.byte_range == before_fn.def.byte_range)
-            .map(|focal| skeleton.render(focal, before_fn.def.class.as_deref(), context_bytes))
-            .unwrap_or_default();
+        let context = line_skeleton(before, before_fn.def.start_line, before_fn.def.class.as_deref(), context_bytes);
         edits.push(FunctionEdit {
             function: after_fn.def.qualname.clone(),
             class: after_fn.def.class.clone(),
@@ -124,20 +113,32 @@ impl Side {
         Side { pieces: vec![parsed], functions }
     }
 
-    /// Parse each chunk on its own; `None` if one has a syntax error (a bad split, such
+    /// Parse each unit on its own; `None` if one has a syntax error (a bad split, such
     /// as a column-0 line inside a string, or a real error).
-    fn chunked(text: &str, chunks: &[Chunk]) -> Option<Side> {
-        let mut side = Side { pieces: Vec::with_capacity(chunks.len()), functions: Vec::new() };
-        for chunk in chunks {
-            let parsed = Parsed::new(&text[chunk.bytes.clone()]);
+    fn chunked(text: &str, units: &[Unit]) -> Option<Side> {
+        let mut side = Side { pieces: Vec::with_capacity(units.len()), functions: Vec::new() };
+        for unit in units {
+            let body = &text[unit.chunk.bytes.clone()];
+            // A class member is parsed inside a stand-in class, keeping its indentation.
+            let (parsed, prefix_len, prefix_lines) = match &unit.class {
+                None => (Parsed::new(body), 0, 0),
+                Some(_) => (Parsed::new(format!("{MEMBER_PREFIX}{body}")), MEMBER_PREFIX.len(), 1),
+            };
             if !parsed.is_valid() {
                 return None;
             }
             for mut def in functions(&parsed) {
                 let local = def.byte_range.clone();
-                def.byte_range = local.start + chunk.bytes.start..local.end + chunk.bytes.start;
-                def.start_line += chunk.first_line;
-                def.end_line += chunk.first_line;
+                let start = unit.chunk.bytes.start + local.start - prefix_len;
+                def.byte_range = start..start + local.len();
+                def.start_line = def.start_line + unit.chunk.first_line - prefix_lines;
+                def.end_line = def.end_line + unit.chunk.first_line - prefix_lines;
+                if let Some(class) = &unit.class {
+                    def.qualname = format!("{class}{}", &def.qualname[1..]);
+                    if def.class.as_deref() == Some("_") {
+                        def.class = Some(class.clone());
+                    }
+                }
                 side.functions.push(Located { def, piece: side.pieces.len(), local });
             }
             side.pieces.push(parsed);
@@ -158,30 +159,91 @@ struct Chunk {
     first_line: usize,
 }
 
-/// Split `text` at lines that start a top-level statement: code in column 0 that is not
-/// a closing bracket, a continuation clause (`else`, `elif`, `except`, `finally`) or the
-/// definition under a decorator.
-fn top_level_chunks(text: &str) -> Vec<Chunk> {
+/// Stand-in class header that makes an indented class member parse on its own.
+const MEMBER_PREFIX: &str = "class _:\n";
+
+/// A piece of a file parsed on its own: a top-level statement, or one member of a
+/// top-level class (then `class` names the class).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Unit {
+    chunk: Chunk,
+    class: Option<String>,
+}
+
+/// Split a file into units: top-level statements, with classes split into members.
+/// The class header (decorators, `class` line, up to the first member) is not a unit:
+/// it holds no function definitions.
+fn units(text: &str) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for chunk in split_lines(text, 0, "", 0) {
+        let Some((name, body_start, body_line, indent)) = class_body(text, &chunk) else {
+            out.push(Unit { chunk, class: None });
+            continue;
+        };
+        for member in split_lines(&text[..chunk.bytes.end], body_start, indent, body_line) {
+            out.push(Unit { chunk: member, class: Some(name.to_string()) });
+        }
+    }
+    out
+}
+
+/// For a chunk that is a class with an indented body: its name, the byte and line where
+/// the body starts, and the body's indentation.
+fn class_body<'t>(text: &'t str, chunk: &Chunk) -> Option<(&'t str, usize, usize, &'t str)> {
+    let chunk_text = &text[chunk.bytes.clone()];
+    let mut offset = chunk.bytes.start;
+    let mut lines = chunk_text.split_inclusive('\n').enumerate();
+    let name = loop {
+        let (_, line) = lines.next()?;
+        offset += line.len();
+        if let Some(rest) = line.strip_prefix("class ") {
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            if !line.trim_end().ends_with(':') || end == 0 {
+                return None;
+            }
+            break &rest[..end];
+        }
+        if !line.starts_with('@') {
+            return None;
+        }
+    };
+    for (i, line) in lines {
+        let content = line.trim_start_matches([' ', '\t']);
+        if content.trim().is_empty() || content.starts_with('#') {
+            offset += line.len();
+            continue;
+        }
+        let indent = &line[..line.len() - content.len()];
+        let first_line = chunk.first_line + i;
+        return (!indent.is_empty()).then_some((name, offset, first_line, indent));
+    }
+    None
+}
+
+/// Split `text[start..]` at lines that begin a statement at exactly `indent`: not a
+/// closing bracket, a continuation clause (`else`, `elif`, `except`, `finally`) or the
+/// definition under a decorator. `first_line` is the line number of `start`.
+fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec<Chunk> {
     let mut chunks: Vec<Chunk> = Vec::new();
-    let mut offset = 0;
+    let mut offset = start;
     let mut in_decorators = false;
-    for (line_no, line) in text.split_inclusive('\n').enumerate() {
-        let starts = match line.as_bytes().first() {
+    for (i, line) in text[start..].split_inclusive('\n').enumerate() {
+        let starts = line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
             None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
             Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
-                line.strip_prefix(kw).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+                code.strip_prefix(kw).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
             }),
-        };
-        if starts && !in_decorators && offset > 0 {
+        });
+        if starts && !in_decorators && offset > start {
             if let Some(last) = chunks.last_mut() {
                 last.bytes.end = offset;
             }
-            chunks.push(Chunk { bytes: offset..offset, first_line: line_no });
+            chunks.push(Chunk { bytes: offset..offset, first_line: first_line + i });
         } else if chunks.is_empty() {
-            chunks.push(Chunk { bytes: 0..0, first_line: 0 });
+            chunks.push(Chunk { bytes: start..start, first_line });
         }
         if starts {
-            in_decorators = line.starts_with('@');
+            in_decorators = line[indent.len()..].starts_with('@');
         }
         offset += line.len();
     }
@@ -191,18 +253,24 @@ fn top_level_chunks(text: &str) -> Vec<Chunk> {
     chunks
 }
 
-/// The chunks of each version whose exact text does not occur in the other version.
-fn changed_chunks(before: &str, after: &str) -> (Vec<Chunk>, Vec<Chunk>) {
-    let before_chunks = top_level_chunks(before);
-    let after_chunks = top_level_chunks(after);
-    let only_in = |text: &str, chunks: &[Chunk], other: &str, other_chunks: &[Chunk]| -> Vec<Chunk> {
-        let mut available: HashMap<&str, usize> = HashMap::new();
-        for c in other_chunks {
-            *available.entry(&other[c.bytes.clone()]).or_default() += 1;
+/// Top-level statements of `text` (see [`split_lines`]).
+#[cfg(test)]
+fn top_level_chunks(text: &str) -> Vec<Chunk> {
+    split_lines(text, 0, "", 0)
+}
+
+/// The units of each version whose text (and class) does not occur in the other version.
+fn changed_chunks(before: &str, after: &str) -> (Vec<Unit>, Vec<Unit>) {
+    let before_units = units(before);
+    let after_units = units(after);
+    let only_in = |text: &str, units: &[Unit], other: &str, other_units: &[Unit]| -> Vec<Unit> {
+        let mut available: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+        for u in other_units {
+            *available.entry((u.class.as_deref(), &other[u.chunk.bytes.clone()])).or_default() += 1;
         }
-        chunks
+        units
             .iter()
-            .filter(|c| match available.get_mut(&text[c.bytes.clone()]) {
+            .filter(|u| match available.get_mut(&(u.class.as_deref(), &text[u.chunk.bytes.clone()])) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
                     false
@@ -212,7 +280,7 @@ fn changed_chunks(before: &str, after: &str) -> (Vec<Chunk>, Vec<Chunk>) {
             .cloned()
             .collect()
     };
-    (only_in(before, &before_chunks, after, &after_chunks), only_in(after, &after_chunks, before, &before_chunks))
+    (only_in(before, &before_units, after, &after_units), only_in(after, &after_units, before, &before_units))
 }
 
 /// FNV-1a 64 over `before`, a separator and `after`: stable across runs and platforms,

@@ -2,11 +2,13 @@
 
 mod functions;
 mod incremental;
+mod line_skeleton;
 mod normalize;
 mod skeleton_context;
 
 pub use functions::{functions, FunctionDef};
 pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
+pub use line_skeleton::line_skeleton;
 pub use skeleton_context::SkeletonContext;
 
 use tree_sitter::{Node, Parser, Tree};
