@@ -227,7 +227,19 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
     let mut chunks: Vec<Chunk> = Vec::new();
     let mut offset = start;
     let mut in_decorators = false;
+    let mut in_string: Option<&str> = None;
     for (i, line) in text[start..].split_inclusive('\n').enumerate() {
+        // Lines inside triple-quoted strings (docstrings) never start a statement; an odd
+        // count of a delimiter opens or closes one.
+        let odd = |delim: &&str| line.matches(*delim).count() % 2 == 1;
+        if let Some(delim) = in_string {
+            if odd(&delim) {
+                in_string = None;
+            }
+            offset += line.len();
+            continue;
+        }
+        in_string = ["\"\"\"", "'''"].into_iter().find(odd);
         let starts = line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
             None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
             Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
@@ -351,18 +363,28 @@ mod tests {
     }
 
     #[test]
-    fn chunked_and_whole_file_extraction_agree_even_when_a_split_lands_in_a_string() {
-        // Column-0 text inside the docstring splits badly; that chunk does not parse alone,
-        // so both whole files are parsed instead, with the same result.
-        let before = "'''Module.\nUsage: call()\n'''\nimport os\n\ndef a():\n    return 1\n\nclass K:\n    def m(self):\n        return os.sep\n";
-        let after = "'''Module.\nUsage: call(x)\n'''\nimport os\n\ndef a():\n    return 2 + a\n\nclass K:\n    def m(self):\n        return os.pathsep\n";
+    fn lines_inside_docstrings_do_not_split_chunks() {
+        let src = "'''Module.\nUsage: x\n'''\nclass A:\n    \"\"\"Doc.\n\n    Example::\n    \"\"\"\n    def f(self):\n        pass\n";
+        let texts: Vec<&str> = top_level_chunks(src).iter().map(|c| &src[c.bytes.clone()]).collect();
+        assert_eq!(texts, ["'''Module.\nUsage: x\n'''\n", &src[src.find("class").unwrap()..]]);
+        let members: Vec<&str> =
+            units(src).iter().filter(|u| u.class.is_some()).map(|u| &src[u.chunk.bytes.clone()]).collect();
+        assert_eq!(members, ["    \"\"\"Doc.\n\n    Example::\n    \"\"\"\n", "    def f(self):\n        pass\n"]);
+    }
+
+    #[test]
+    fn chunked_and_whole_file_extraction_agree_even_when_a_chunk_does_not_parse_alone() {
+        // The changed Python 2 `print` chunk has a syntax error, so both whole files are
+        // parsed instead, with the same result as parsing only the changed chunks.
+        let before = "import os\nprint 'a'\n\ndef a():\n    return 1\n\nclass K:\n    def m(self):\n        return os.sep\n";
+        let after = "import os\nprint 'b'\n\ndef a():\n    return 2 + a\n\nclass K:\n    def m(self):\n        return os.pathsep\n";
         let (edits, stats) = edited_functions(before, after, 4096);
         assert_eq!(stats, FileEditStats { functions_edited: 2, trivial_edits: 0 });
         let got: Vec<_> = edits.iter().map(|e| (e.function.as_str(), e.before_line, e.after_line)).collect();
-        assert_eq!(got, [("a", 6, 6), ("K.m", 10, 10)]);
+        assert_eq!(got, [("a", 4, 4), ("K.m", 8, 8)]);
         assert!(edits[1].context.contains("# target edit\n    def m(self): ..."), "{}", edits[1].context);
-        // Without the docstring change only the two changed chunks are parsed.
-        let (chunked, _) = edited_functions(before, &after.replace("call(x)", "call()"), 4096);
+        // Without the `print` change only the two changed chunks are parsed.
+        let (chunked, _) = edited_functions(before, &after.replace("print 'b'", "print 'a'"), 4096);
         assert_eq!(chunked, edits);
     }
 }
