@@ -119,6 +119,10 @@ impl Side {
         let mut side = Side { pieces: Vec::with_capacity(units.len()), functions: Vec::new() };
         for unit in units {
             let body = &text[unit.chunk.bytes.clone()];
+            // No `def`, no function definition: nothing to parse.
+            if !body.contains("def") {
+                continue;
+            }
             // A class member is parsed inside a stand-in class, keeping its indentation.
             let (parsed, prefix_len, prefix_lines) = match &unit.class {
                 None => (Parsed::new(body), 0, 0),
