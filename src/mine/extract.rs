@@ -1,6 +1,6 @@
 //! Edited functions between two versions of one Python file, filtered by normalized code.
 
-use crate::python::{functions, line_skeleton, normalize_range, FunctionDef, Parsed};
+use crate::python::{functions, normalize_range, FunctionDef, LineSkeleton, Parsed};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -54,6 +54,7 @@ pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec
         by_name.entry(f.def.qualname.as_str()).or_default().push(i);
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut skeleton: Option<LineSkeleton<'_>> = None;
     let mut edits = Vec::new();
     for after_fn in &after_side.functions {
         let qualname = after_fn.def.qualname.as_str();
@@ -76,7 +77,8 @@ pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec
             stats.trivial_edits += 1;
             continue;
         }
-        let context = line_skeleton(before, before_fn.def.start_line, before_fn.def.class.as_deref(), context_bytes);
+        let skeleton = skeleton.get_or_insert_with(|| LineSkeleton::new(before));
+        let context = skeleton.render(before_fn.def.start_line, before_fn.def.class.as_deref(), context_bytes);
         edits.push(FunctionEdit {
             function: after_fn.def.qualname.clone(),
             class: after_fn.def.class.clone(),
@@ -235,7 +237,7 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
     for (i, line) in text[start..].split_inclusive('\n').enumerate() {
         // Lines inside triple-quoted strings (docstrings) never start a statement; an odd
         // count of a delimiter opens or closes one.
-        let odd = |delim: &&str| line.matches(*delim).count() % 2 == 1;
+        let odd = |delim: &&str| line.as_bytes().contains(&delim.as_bytes()[0]) && line.matches(*delim).count() % 2 == 1;
         if let Some(delim) = in_string {
             if odd(&delim) {
                 in_string = None;

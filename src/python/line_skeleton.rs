@@ -38,54 +38,71 @@ enum Scope<'t> {
     Def,
 }
 
-/// Skeleton of `text` around the function whose definition (decorators included) starts
-/// on 1-based line `focal_line`, marked with `# target edit` / `# end`, cut to `max_bytes`
-/// by priority and printed in file order.
-#[must_use]
-pub fn line_skeleton(text: &str, focal_line: usize, focal_class: Option<&str>, max_bytes: usize) -> String {
-    let entries = scan(text);
-    let focal = entries.iter().position(|e| e.kind == Kind::Signature && e.line >= focal_line);
-    let priority = |i: usize, e: &Entry<'_>| {
-        let in_focal_class = focal_class.is_some() && e.class == focal_class;
-        if Some(i) == focal {
-            Priority::Focal
-        } else {
-            match e.kind {
-                Kind::Class if in_focal_class => Priority::FocalClass,
-                Kind::Import => Priority::Import,
-                _ if in_focal_class => Priority::FocalClassMember,
-                Kind::Class | Kind::Signature => Priority::Signature,
-                Kind::Assignment => Priority::Global,
+/// The skeleton lines of one file, found once and rendered per focal function.
+pub struct LineSkeleton<'t> {
+    entries: Vec<Entry<'t>>,
+}
+
+impl<'t> LineSkeleton<'t> {
+    #[must_use]
+    pub fn new(text: &'t str) -> LineSkeleton<'t> {
+        LineSkeleton { entries: scan(text) }
+    }
+
+    /// The skeleton around the function whose definition (decorators included) starts
+    /// on 1-based line `focal_line`, marked with `# target edit` / `# end`, cut to
+    /// `max_bytes` by priority and printed in file order.
+    #[must_use]
+    pub fn render(&self, focal_line: usize, focal_class: Option<&str>, max_bytes: usize) -> String {
+        let entries = &self.entries;
+        let focal = entries.iter().position(|e| e.kind == Kind::Signature && e.line >= focal_line);
+        let priority = |i: usize, e: &Entry<'_>| {
+            let in_focal_class = focal_class.is_some() && e.class == focal_class;
+            if Some(i) == focal {
+                Priority::Focal
+            } else {
+                match e.kind {
+                    Kind::Class if in_focal_class => Priority::FocalClass,
+                    Kind::Import => Priority::Import,
+                    _ if in_focal_class => Priority::FocalClassMember,
+                    Kind::Class | Kind::Signature => Priority::Signature,
+                    Kind::Assignment => Priority::Global,
+                }
+            }
+        };
+        let mut ranked: Vec<(Priority, usize)> = entries.iter().enumerate().map(|(i, e)| (priority(i, e), i)).collect();
+        ranked.sort_unstable();
+        let mut keep = vec![false; entries.len()];
+        let mut used = 0;
+        for (_, i) in ranked {
+            let len = entries[i].text.len() + 1;
+            if used + len <= max_bytes {
+                used += len;
+                keep[i] = true;
             }
         }
-    };
-    let mut ranked: Vec<(Priority, usize)> = entries.iter().enumerate().map(|(i, e)| (priority(i, e), i)).collect();
-    ranked.sort_unstable();
-    let mut keep = vec![false; entries.len()];
-    let mut used = 0;
-    for (_, i) in ranked {
-        let len = entries[i].text.len() + 1;
-        if used + len <= max_bytes {
-            used += len;
-            keep[i] = true;
+        let mut out = String::with_capacity(used + 32);
+        for (i, entry) in entries.iter().enumerate().filter(|(i, _)| keep[*i]) {
+            if Some(i) == focal {
+                let indent = &entry.text[..entry.text.len() - entry.text.trim_start().len()];
+                out.push_str(indent);
+                out.push_str("# target edit\n");
+                out.push_str(&entry.text);
+                out.push('\n');
+                out.push_str(indent);
+                out.push_str("# end\n");
+            } else {
+                out.push_str(&entry.text);
+                out.push('\n');
+            }
         }
+        out
     }
-    let mut out = String::with_capacity(used + 32);
-    for (i, entry) in entries.iter().enumerate().filter(|(i, _)| keep[*i]) {
-        if Some(i) == focal {
-            let indent = &entry.text[..entry.text.len() - entry.text.trim_start().len()];
-            out.push_str(indent);
-            out.push_str("# target edit\n");
-            out.push_str(&entry.text);
-            out.push('\n');
-            out.push_str(indent);
-            out.push_str("# end\n");
-        } else {
-            out.push_str(&entry.text);
-            out.push('\n');
-        }
-    }
-    out
+}
+
+/// True when `line` holds an odd number of `delim`, i.e. opens or closes a string.
+fn toggles(line: &str, delim: &str) -> bool {
+    line.as_bytes().contains(&delim.as_bytes()[0]) && line.matches(delim).count() % 2 == 1
 }
 
 fn scan(text: &str) -> Vec<Entry<'_>> {
@@ -94,7 +111,7 @@ fn scan(text: &str) -> Vec<Entry<'_>> {
     let mut in_string: Option<&str> = None;
     for (i, raw) in text.lines().enumerate() {
         if let Some(delim) = in_string {
-            if raw.matches(delim).count() % 2 == 1 {
+            if toggles(raw, delim) {
                 in_string = None;
             }
             continue;
@@ -103,7 +120,7 @@ fn scan(text: &str) -> Vec<Entry<'_>> {
         if content.is_empty() || content.starts_with('#') {
             continue;
         }
-        in_string = ["\"\"\"", "'''"].into_iter().find(|d| content.matches(d).count() % 2 == 1);
+        in_string = ["\"\"\"", "'''"].into_iter().find(|d| toggles(content, d));
         let indent = raw.len() - content.len();
         while scopes.last().is_some_and(|(level, _)| *level >= indent) {
             scopes.pop();
@@ -160,7 +177,7 @@ mod tests {
 
     #[test]
     fn line_skeleton_marks_the_focal_method_and_skips_bodies_and_strings() {
-        let text = line_skeleton(SRC, 13, Some("Shape"), 10_000);
+        let text = LineSkeleton::new(SRC).render(13, Some("Shape"), 10_000);
         assert_eq!(
             text,
             "import os\nfrom x import y\nLIMIT = 10\nclass Shape(Base):\n    sides = 4\n    # target edit\n    def area(self): ...\n    # end\n    def name(self) -> str: ...\ndef helper(a, b=2): ...\n"
@@ -169,13 +186,13 @@ mod tests {
 
     #[test]
     fn decorated_focal_function_is_found_from_its_decorator_line() {
-        let text = line_skeleton(SRC, 17, Some("Shape"), 10_000);
+        let text = LineSkeleton::new(SRC).render(17, Some("Shape"), 10_000);
         assert!(text.contains("# target edit\n    def name(self) -> str: ...\n    # end"), "{text}");
     }
 
     #[test]
     fn small_budget_keeps_the_focal_function_and_imports_first() {
-        let text = line_skeleton(SRC, 21, None, 60);
+        let text = LineSkeleton::new(SRC).render(21, None, 60);
         assert!(text.contains("def helper(a, b=2): ..."), "{text}");
         assert!(text.contains("import os"), "{text}");
         assert!(!text.contains("LIMIT"), "{text}");

@@ -8,7 +8,7 @@ mod skeleton_context;
 
 pub use functions::{functions, FunctionDef};
 pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
-pub use line_skeleton::line_skeleton;
+pub use line_skeleton::LineSkeleton;
 pub use skeleton_context::SkeletonContext;
 
 use tree_sitter::{Node, Parser, Tree};
