@@ -140,7 +140,9 @@ impl Side {
                 def.start_line = def.start_line + unit.chunk.first_line - prefix_lines;
                 def.end_line = def.end_line + unit.chunk.first_line - prefix_lines;
                 if let Some(class) = &unit.class {
-                    def.qualname = format!("{class}{}", &def.qualname[1..]);
+                    if let Some(rest) = def.qualname.strip_prefix("_.") {
+                        def.qualname = format!("{class}.{rest}");
+                    }
                     if def.class.as_deref() == Some("_") {
                         def.class = Some(class.clone());
                     }
