@@ -151,6 +151,8 @@ def main():
             ["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-F", "-"],
             input=message, text=True, check=True, capture_output=True, env=env,
         )
+    # Pack the objects like a clone would have them (commits made one by one stay loose).
+    git(repo, "gc", "--quiet", "--aggressive", "--prune=now")
     done.write_text(f"{args.package} {len(releases)} releases\n")
     print(repo)
 
