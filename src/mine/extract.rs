@@ -1,7 +1,7 @@
 //! Edited functions between two versions of one Python file, filtered by normalized code.
 
 use crate::python::{functions, normalize_range, FunctionDef, LineSkeleton, Parsed};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// One function whose normalized code changed between the two file versions.
@@ -39,7 +39,13 @@ pub struct FileEditStats {
 pub fn edited_functions(before: &str, after: &str, context_bytes: usize) -> (Vec<FunctionEdit>, FileEditStats) {
     let mut stats = FileEditStats::default();
     let (before_chunks, after_chunks) = changed_chunks(before, after);
-    let (before_side, after_side) = match (Side::chunked(before, &before_chunks), Side::chunked(after, &after_chunks)) {
+    // A function can only be matched if a function of the same name changed on the other
+    // side too: units without such a `def` need no parse.
+    let before_names = def_names_in(before, &before_chunks);
+    let after_names = def_names_in(after, &after_chunks);
+    let before_side = Side::chunked(before, &before_chunks, &after_names);
+    let after_side = Side::chunked(after, &after_chunks, &before_names);
+    let (before_side, after_side) = match (before_side, after_side) {
         (Some(b), Some(a)) => (b, a),
         _ => {
             let before_parsed = Parsed::new(before);
@@ -117,12 +123,12 @@ impl Side {
 
     /// Parse each unit on its own; `None` if one has a syntax error (a bad split, such
     /// as a column-0 line inside a string, or a real error).
-    fn chunked(text: &str, units: &[Unit]) -> Option<Side> {
+    /// Units none of whose `def` names is in `other_names` are skipped.
+    fn chunked(text: &str, units: &[Unit], other_names: &HashSet<&str>) -> Option<Side> {
         let mut side = Side { pieces: Vec::with_capacity(units.len()), functions: Vec::new() };
         for unit in units {
             let body = &text[unit.chunk.bytes.clone()];
-            // No `def`, no function definition: nothing to parse.
-            if !body.contains("def") {
+            if !def_names(body).any(|name| other_names.contains(name)) {
                 continue;
             }
             // A class member is parsed inside a stand-in class, keeping its indentation.
@@ -165,6 +171,21 @@ struct Chunk {
     bytes: Range<usize>,
     /// 0-based line of its first byte.
     first_line: usize,
+}
+
+/// Names following the `def` keyword in `text` (a superset of the functions defined: it
+/// also picks up `def` inside strings and comments, which only costs a parse).
+fn def_names(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("def ").filter_map(move |(i, _)| {
+        let boundary = text[..i].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let rest = text[i + 4..].trim_start_matches([' ', '\t']);
+        let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        (boundary && end > 0).then(|| &rest[..end])
+    })
+}
+
+fn def_names_in<'t>(text: &'t str, units: &[Unit]) -> HashSet<&'t str> {
+    units.iter().flat_map(|u| def_names(&text[u.chunk.bytes.clone()])).collect()
 }
 
 /// Stand-in class header that makes an indented class member parse on its own.
@@ -236,6 +257,7 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
     let mut offset = start;
     let mut in_decorators = false;
     let mut in_string: Option<&str> = None;
+    let mut depth: i64 = 0;
     for (i, line) in text[start..].split_inclusive('\n').enumerate() {
         // Lines inside triple-quoted strings (docstrings) never start a statement; an odd
         // count of a delimiter opens or closes one.
@@ -248,7 +270,12 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
             continue;
         }
         in_string = ["\"\"\"", "'''"].into_iter().find(odd);
-        let starts = line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
+        // Lines inside brackets continue the statement that opened them.
+        let inside_brackets = depth > 0;
+        if in_string.is_none() {
+            depth = (depth + bracket_change(line)).max(0);
+        }
+        let starts = !inside_brackets && line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
             None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
             Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
                 code.strip_prefix(kw).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
@@ -271,6 +298,35 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
         last.bytes.end = text.len();
     }
     chunks
+}
+
+/// Net count of opening minus closing brackets on `line`, outside of single-line string
+/// literals and comments (triple-quoted strings are handled by the caller).
+fn bracket_change(line: &str) -> i64 {
+    let bytes = line.as_bytes();
+    if !bytes.iter().any(|b| matches!(b, b'(' | b'[' | b'{' | b')' | b']' | b'}')) {
+        return 0;
+    }
+    let mut change = 0;
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'#' => break,
+                b'\'' | b'"' => quote = Some(b),
+                b'(' | b'[' | b'{' => change += 1,
+                b')' | b']' | b'}' => change -= 1,
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    change
 }
 
 /// Top-level statements of `text` (see [`split_lines`]).
@@ -362,12 +418,27 @@ mod tests {
                 "@dec\n@dec2(1)\ndef f():\n    pass\n\n",
                 "try:\n    x = 1\nexcept E:\n    pass\n",
                 "else_value = 2\n",
-                "foo(\n",
-                "1\n)\n",
+                "foo(\n1\n)\n",
                 "class A:\n    pass"
             ]
         );
-        assert_eq!(chunks.iter().map(|c| c.first_line).collect::<Vec<_>>(), [0, 2, 7, 11, 12, 13, 15]);
+        assert_eq!(chunks.iter().map(|c| c.first_line).collect::<Vec<_>>(), [0, 2, 7, 11, 12, 15]);
+        assert_eq!(bracket_change("x = f(a, ')', [1,  # (\n"), 2);
+        assert_eq!(bracket_change(r#"  "\"(" ]"#), -1);
+    }
+
+    #[test]
+    fn edit_in_a_column_0_continuation_line_is_found() {
+        let before = "def f():\n    x = [\na, b]\n    return x\n\ndef g():\n    pass\n";
+        let after = "def f():\n    x = [\na, c]\n    return x\n\ndef g():\n    pass\n";
+        let (edits, _) = edited_functions(before, after, 4096);
+        assert_eq!(edits.iter().map(|e| e.function.as_str()).collect::<Vec<_>>(), ["f"]);
+    }
+
+    #[test]
+    fn def_names_finds_definitions_but_not_identifiers_ending_in_def() {
+        let names: Vec<&str> = def_names("def a():\n    async def  b_2(x): undef c\n    x = 'def d'\n").collect();
+        assert_eq!(names, ["a", "b_2", "d"]);
     }
 
     #[test]
