@@ -6,6 +6,7 @@
 mod extract;
 mod git;
 mod output;
+#[cfg(feature = "parquet")]
 mod parquet;
 mod progress;
 mod report;
@@ -14,7 +15,7 @@ mod shard;
 
 pub use extract::{edited_functions, pair_hash, FileEditStats, FunctionEdit};
 pub use git::is_fix_message;
-pub use output::{Checkpoint, PairRow, ShardPaths};
+pub use output::{for_each_row, Checkpoint, PairRow, ShardPaths};
 pub use report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 pub use run::{mine, MineConfig};
 pub use shard::{Shard, ShardError, INDEX_ENV_VARS};

@@ -1,8 +1,7 @@
 //! Orchestration of one shard: pick its repositories, mine them in parallel, append, convert.
 
 use super::git::{mine_repo, MinedEdit, RepoError, RepoLimits};
-use super::output::{write_atomic, PairRow, ShardWriter};
-use super::parquet::write_parquet;
+use super::output::{write_atomic, PairRow, ShardPaths, ShardWriter};
 use super::progress::Progress;
 use super::report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
@@ -20,7 +19,8 @@ pub struct MineConfig {
     pub repos: Vec<PathBuf>,
     pub out_dir: PathBuf,
     pub shard: Shard,
-    /// Also write a Parquet copy of the JSONL shard once all repositories are done.
+    /// Also write a Parquet copy of the JSONL shard once all repositories are done
+    /// (ignored, and the report's `parquet` is `null`, without the `parquet` feature).
     pub parquet: bool,
     /// Draw progress bars on stderr.
     pub progress: bool,
@@ -121,12 +121,7 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
     for report in &repos {
         totals.add(&report.stats);
     }
-    let parquet = if config.parquet {
-        write_parquet(&paths.jsonl, &paths.parquet)?;
-        Some(paths.parquet.display().to_string())
-    } else {
-        None
-    };
+    let parquet = write_parquet_copy(config, &paths)?;
     let report = MineReport {
         format_version: FORMAT_VERSION,
         shard_index: config.shard.index(),
@@ -141,6 +136,23 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| MineError::Io { path: paths.report.clone(), source: e.into() })?;
     write_atomic(&paths.report, &json)?;
     Ok(report)
+}
+
+/// Convert the finished JSONL shard to Parquet when asked to and compiled in.
+fn write_parquet_copy(config: &MineConfig, paths: &ShardPaths) -> Result<Option<String>, MineError> {
+    if !config.parquet {
+        return Ok(None);
+    }
+    #[cfg(feature = "parquet")]
+    {
+        super::parquet::write_parquet(&paths.jsonl, &paths.parquet)?;
+        Ok(Some(paths.parquet.display().to_string()))
+    }
+    #[cfg(not(feature = "parquet"))]
+    {
+        let _ = paths;
+        Ok(None)
+    }
 }
 
 fn row(repo: &str, mined: MinedEdit) -> PairRow {
