@@ -366,3 +366,21 @@ fn cli_exit_codes_distinguish_usage_errors_from_failed_repositories() {
     let report: MineReport = serde_json::from_slice(&std::fs::read(report_path).unwrap()).unwrap();
     assert!(report.repos[0].outcome.is_failed(), "{report:#?}");
 }
+
+#[test]
+fn repos_from_file_skips_comments_and_blank_lines() {
+    let tmp = TempDir::new().unwrap();
+    let repos = three_repos(tmp.path());
+    let list = tmp.path().join("repos.txt");
+    let text = format!("# corpus\n{}\n\n  {}  \n{}\n", repos[0].display(), repos[1].display(), repos[2].display());
+    std::fs::write(&list, text).unwrap();
+    let out = tmp.path().join("out");
+    let run = cli(&["mine", "-q", "--no-parquet", "--repos-from", list.to_str().unwrap(), "--out", out.to_str().unwrap()], &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let report: MineReport =
+        serde_json::from_slice(&std::fs::read(out.join("report-shard-00000-of-00001.json")).unwrap()).unwrap();
+    assert_eq!(report.repos.len(), 3);
+    assert_eq!(report.rows, 7);
+    assert_eq!(report.parquet, None);
+    assert!(!out.join("pairs-v1-shard-00000-of-00001.parquet").exists());
+}
