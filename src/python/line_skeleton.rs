@@ -145,7 +145,7 @@ fn scan(text: &str) -> Vec<Entry<'_>> {
             }
             scopes.push((indent, Scope::Def));
         } else if in_def {
-            continue;
+            // Function bodies contribute nothing.
         } else if content.starts_with("import ") || content.starts_with("from ") {
             entries.push(Entry { line, kind: Kind::Import, class, text: code.to_string() });
         } else if is_assignment(content) {

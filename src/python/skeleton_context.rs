@@ -85,7 +85,7 @@ impl SkeletonContext {
             .entries
             .iter()
             .enumerate()
-            .map(|(i, e)| (self.priority(e, focal, focal_class), i))
+            .map(|(i, e)| (SkeletonContext::priority(e, focal, focal_class), i))
             .collect();
         ranked.sort();
         let mut keep = vec![false; self.entries.len()];
@@ -119,7 +119,7 @@ impl SkeletonContext {
         out
     }
 
-    fn priority(&self, entry: &Entry, focal: usize, focal_class: Option<&str>) -> Priority {
+    fn priority(entry: &Entry, focal: usize, focal_class: Option<&str>) -> Priority {
         if entry.function == Some(focal) {
             return Priority::Focal;
         }
