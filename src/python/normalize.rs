@@ -50,22 +50,44 @@ struct Normalizer {
 }
 
 impl Normalizer {
+    /// Emit the tokens under `node` in document order, walking with one cursor (a cursor
+    /// per node would allocate for every internal node).
     fn visit(&mut self, parsed: &Parsed, node: Node<'_>) {
-        match node.kind() {
-            "comment" => {}
-            "string" => self.token(node, STR_LIT),
-            "integer" | "float" => self.token(node, NUM_LIT),
-            _ if node.child_count() == 0 => {
-                let text = parsed.node_text(node);
-                // Zero-width tokens (`MISSING` nodes, dedents) carry no text.
-                if !text.trim().is_empty() {
-                    self.token(node, text.trim());
+        let mut cursor = node.walk();
+        loop {
+            let current = cursor.node();
+            let descend = match current.kind() {
+                "comment" => false,
+                "string" => {
+                    self.token(current, STR_LIT);
+                    false
                 }
+                "integer" | "float" => {
+                    self.token(current, NUM_LIT);
+                    false
+                }
+                _ if current.child_count() == 0 => {
+                    let text = parsed.node_text(current);
+                    // Zero-width tokens (`MISSING` nodes, dedents) carry no text.
+                    if !text.trim().is_empty() {
+                        self.token(current, text.trim());
+                    }
+                    false
+                }
+                _ => true,
+            };
+            if descend && cursor.goto_first_child() {
+                continue;
             }
-            _ => {
-                let mut cursor = node.walk();
-                for child in node.children(&mut cursor) {
-                    self.visit(parsed, child);
+            loop {
+                if cursor.node() == node {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return;
                 }
             }
         }
