@@ -2,13 +2,14 @@
 
 pub mod debugger;
 pub mod eval;
-pub mod python;
-pub mod process;
-pub mod pytest;
-pub mod patch;
-pub mod project;
-pub mod localize;
-pub mod repair;
 pub mod exit_code;
-pub mod report;
 pub mod inject;
+pub mod localize;
+pub mod mine;
+pub mod patch;
+pub mod process;
+pub mod project;
+pub mod pytest;
+pub mod python;
+pub mod repair;
+pub mod report;

@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Find a patch that makes the failing pytest tests pass, and print it as a diff.
     Fix(cli::fix::FixArgs),
+    /// Mine (buggy, fixed) function pairs from the fix commits of git repositories.
+    Mine(cli::mine::MineArgs),
     /// Plant heuristic bugs in functions covered by passing tests; keep those the tests catch.
     Inject(cli::inject::InjectArgs),
     /// Learn repair-operator priors from mined fix pairs (JSONL with `before`/`after`).
@@ -39,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Priors(args) => cli::priors::run(&args),
         Command::Inject(args) => cli::inject::run(&args),
+        Command::Mine(args) => cli::mine::run(&args),
         Command::Eval(command) => cli::eval::run(&command),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
     };

@@ -4,6 +4,7 @@ pub mod debugger;
 pub mod eval;
 pub mod fix;
 pub mod inject;
+pub mod mine;
 pub mod priors;
 
 use std::time::Duration;

@@ -1,8 +1,15 @@
 //! The interface to tree-sitter-python is localized here: parsing, syntax errors, functions.
 
 mod functions;
+mod incremental;
+mod line_skeleton;
+mod normalize;
+mod skeleton_context;
 
 pub use functions::{functions, FunctionDef};
+pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
+pub use line_skeleton::LineSkeleton;
+pub use skeleton_context::SkeletonContext;
 
 use tree_sitter::{Node, Parser, Tree};
 

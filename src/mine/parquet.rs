@@ -1,0 +1,120 @@
+//! The interface to the parquet crate is localized here: JSONL shard to Parquet file.
+
+use super::output::{for_each_row, PairRow};
+use super::MineError;
+use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Rows per Parquet row group.
+const ROW_GROUP_ROWS: usize = 4096;
+
+const SCHEMA: &str = "message pair_row {
+    required int32 format_version;
+    required binary repo (UTF8);
+    required binary commit (UTF8);
+    required binary parent (UTF8);
+    required binary path (UTF8);
+    required binary old_path (UTF8);
+    required binary function (UTF8);
+    optional binary class (UTF8);
+    required int64 before_line;
+    required int64 after_line;
+    required binary before (UTF8);
+    required binary after (UTF8);
+    required binary context (UTF8);
+    required binary message (UTF8);
+    required binary pair_hash (UTF8);
+}";
+
+fn pq_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> MineError + '_ {
+    move |e| MineError::Parquet { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// Convert the JSONL shard at `jsonl` into an uncompressed Parquet file at `parquet`
+/// (same columns, same order), replacing it atomically.
+pub fn write_parquet(jsonl: &Path, parquet: &Path) -> Result<u64, MineError> {
+    let schema = Arc::new(parse_message_type(SCHEMA).map_err(pq_err(parquet))?);
+    let props = Arc::new(WriterProperties::builder().build());
+    let tmp = parquet.with_extension("parquet.tmp");
+    let file = File::create(&tmp).map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    let mut writer = SerializedFileWriter::new(BufWriter::new(file), schema, props).map_err(pq_err(parquet))?;
+    let mut batch: Vec<PairRow> = Vec::with_capacity(ROW_GROUP_ROWS);
+    let mut rows = 0_u64;
+    for_each_row(jsonl, |row| {
+        batch.push(row);
+        if batch.len() == ROW_GROUP_ROWS {
+            write_group(&mut writer, &batch).map_err(pq_err(parquet))?;
+            rows += batch.len() as u64;
+            batch.clear();
+        }
+        Ok(())
+    })?;
+    if !batch.is_empty() || rows == 0 {
+        write_group(&mut writer, &batch).map_err(pq_err(parquet))?;
+        rows += batch.len() as u64;
+    }
+    let file = writer.into_inner().map_err(pq_err(parquet))?;
+    let file = file.into_inner().map_err(|e| MineError::Io { path: tmp.clone(), source: e.into_error() })?;
+    file.sync_all().map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, parquet).map_err(|source| MineError::Io { path: parquet.to_path_buf(), source })?;
+    Ok(rows)
+}
+
+fn write_group<W: std::io::Write + Send>(
+    writer: &mut SerializedFileWriter<W>,
+    rows: &[PairRow],
+) -> parquet::errors::Result<()> {
+    let mut group = writer.next_row_group()?;
+    let mut column = 0;
+    while let Some(mut col) = group.next_column()? {
+        let text = |f: fn(&PairRow) -> &str| -> Vec<ByteArray> {
+            rows.iter().map(|r| ByteArray::from(f(r).as_bytes().to_vec())).collect()
+        };
+        match column {
+            0 => {
+                let values: Vec<i32> = rows.iter().map(|r| i32::try_from(r.format_version).unwrap_or(i32::MAX)).collect();
+                col.typed::<Int32Type>().write_batch(&values, None, None)?;
+            }
+            7 => {
+                let values: Vec<ByteArray> =
+                    rows.iter().filter_map(|r| r.class.as_deref()).map(|c| ByteArray::from(c.as_bytes().to_vec())).collect();
+                let def: Vec<i16> = rows.iter().map(|r| i16::from(r.class.is_some())).collect();
+                col.typed::<ByteArrayType>().write_batch(&values, Some(&def), None)?;
+            }
+            8 | 9 => {
+                let values: Vec<i64> = rows
+                    .iter()
+                    .map(|r| if column == 8 { r.before_line } else { r.after_line })
+                    .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
+                    .collect();
+                col.typed::<Int64Type>().write_batch(&values, None, None)?;
+            }
+            _ => {
+                let values = match column {
+                    1 => text(|r| &r.repo),
+                    2 => text(|r| &r.commit),
+                    3 => text(|r| &r.parent),
+                    4 => text(|r| &r.path),
+                    5 => text(|r| &r.old_path),
+                    6 => text(|r| &r.function),
+                    10 => text(|r| &r.before),
+                    11 => text(|r| &r.after),
+                    12 => text(|r| &r.context),
+                    13 => text(|r| &r.message),
+                    _ => text(|r| &r.pair_hash),
+                };
+                col.typed::<ByteArrayType>().write_batch(&values, None, None)?;
+            }
+        }
+        col.close()?;
+        column += 1;
+    }
+    group.close()?;
+    Ok(())
+}
