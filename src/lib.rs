@@ -13,3 +13,4 @@ pub mod pytest;
 pub mod python;
 pub mod repair;
 pub mod report;
+pub mod shard;

@@ -41,7 +41,7 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     let out = tempfile::tempdir().unwrap();
     let run = inject(&[repo.path()], out.path(), &[]);
     assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let rows = rows(out.path(), "00000-of-00001");
+    let rows = rows(out.path(), "shard-00000-of-00001");
     assert!(rows.len() >= 4, "{rows:#?}");
     for row in &rows {
         assert_eq!(row["format_version"], 1);
@@ -54,7 +54,7 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     assert!(rows.iter().all(|r| r["function"] != "untested"));
     assert!(rows.iter().any(|r| r["trace"].as_array().unwrap().iter().any(|f| !f["locals"].as_object().unwrap().is_empty())));
     let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary-00000-of-00001.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary-shard-00000-of-00001.json")).unwrap()).unwrap();
     let kinds = summary["by_kind"].as_object().unwrap();
     let kept: u64 = kinds.values().map(|k| k["killed"].as_u64().unwrap()).sum();
     assert_eq!(kept as usize, rows.len());
@@ -64,10 +64,10 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     let again = tempfile::tempdir().unwrap();
     inject(&[repo.path()], again.path(), &[]);
     let first: Vec<_> = rows.iter().map(|r| r["buggy_function"].clone()).collect();
-    let second: Vec<_> = self::rows(again.path(), "00000-of-00001").iter().map(|r| r["buggy_function"].clone()).collect();
+    let second: Vec<_> = self::rows(again.path(), "shard-00000-of-00001").iter().map(|r| r["buggy_function"].clone()).collect();
     assert_eq!(first, second);
     inject(&[repo.path()], out.path(), &[]);
-    assert_eq!(self::rows(out.path(), "00000-of-00001").len(), rows.len());
+    assert_eq!(self::rows(out.path(), "shard-00000-of-00001").len(), rows.len());
 }
 
 #[test]
@@ -75,10 +75,10 @@ fn rows_of_an_interrupted_repository_are_dropped_on_resume() {
     let repo = project(&[("calc.py", CALC), ("test_calc.py", TESTS)]);
     let out = tempfile::tempdir().unwrap();
     // A crash after rows were appended but before the checkpoint was written.
-    std::fs::write(out.path().join("bugs-00000-of-00001.jsonl"), "{\"partial\": true}\n").unwrap();
+    std::fs::write(out.path().join("bugs-shard-00000-of-00001.jsonl"), "{\"partial\": true}\n").unwrap();
     let run = inject(&[repo.path()], out.path(), &[]);
     assert_eq!(run.status.code(), Some(0));
-    let rows = rows(out.path(), "00000-of-00001");
+    let rows = rows(out.path(), "shard-00000-of-00001");
     assert!(rows.iter().all(|r| r.get("partial").is_none()));
     assert!(!rows.is_empty());
 }
@@ -94,8 +94,8 @@ fn shards_split_repositories_and_bad_repositories_are_skipped() {
         let run = inject(&paths, out.path(), &["--shard", shard]);
         assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
     }
-    let owner_of_good = if paths[0] == good.path() { "00000-of-00002" } else { "00001-of-00002" };
-    let owner_of_broken = if paths[0] == broken.path() { "00000-of-00002" } else { "00001-of-00002" };
+    let owner_of_good = if paths[0] == good.path() { "shard-00000-of-00002" } else { "shard-00001-of-00002" };
+    let owner_of_broken = if paths[0] == broken.path() { "shard-00000-of-00002" } else { "shard-00001-of-00002" };
     assert!(!rows(out.path(), owner_of_good).is_empty());
     assert!(rows(out.path(), owner_of_broken).is_empty());
     let checkpoint: serde_json::Value = serde_json::from_str(

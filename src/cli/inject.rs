@@ -1,7 +1,6 @@
 //! `deepdebug inject`: arguments, progress bars and the per-kind summary.
 
 use super::parse_duration;
-use anyhow::bail;
 use deepdebug::exit_code::ExitCode;
 use deepdebug::inject::{self, InjectEvent, InjectOptions, KindStats, RepoStatus, Shard};
 use deepdebug::repair::lab::EngineChoice;
@@ -19,9 +18,9 @@ pub struct InjectArgs {
     /// Output directory (bugs-SHARD.jsonl, checkpoint-SHARD.json, summary-SHARD.json).
     #[arg(long)]
     out: PathBuf,
-    /// This process's shard, `I/N` (0-based). Defaults to the scheduler's array index
-    /// (JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID) with N from DEEPDEBUG_SHARDS, else 0/1.
-    #[arg(long)]
+    /// `I/N`: handle every N-th repository starting at I. `N` alone takes I from
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID.
+    #[arg(long, value_name = "I/N")]
     shard: Option<String>,
     /// Mutants tried per covered function.
     #[arg(long, default_value_t = 8)]
@@ -37,36 +36,14 @@ pub struct InjectArgs {
     jobs: Option<usize>,
 }
 
-/// Parse `I/N`, or read the index from Kubernetes Indexed Jobs / Slurm arrays.
-pub fn resolve_shard(arg: Option<&str>) -> anyhow::Result<Shard> {
-    let parse = |text: &str| -> anyhow::Result<Shard> {
-        let Some((i, n)) = text.split_once('/') else { bail!("--shard must look like I/N, got `{text}`") };
-        let (index, count): (usize, usize) = (i.trim().parse()?, n.trim().parse()?);
-        if count == 0 || index >= count {
-            bail!("shard index {index} is out of range for {count} shards");
-        }
-        Ok(Shard { index, count })
-    };
-    if let Some(text) = arg {
-        return parse(text);
-    }
-    let index = std::env::var("JOB_COMPLETION_INDEX").or_else(|_| std::env::var("SLURM_ARRAY_TASK_ID"));
-    match index {
-        Ok(index) => {
-            let count = std::env::var("DEEPDEBUG_SHARDS")
-                .or_else(|_| std::env::var("SLURM_ARRAY_TASK_COUNT"))
-                .unwrap_or_else(|_| "1".into());
-            parse(&format!("{index}/{count}"))
-        }
-        Err(_) => Ok(Shard { index: 0, count: 1 }),
-    }
-}
-
 pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
     let options = InjectOptions {
         repos: args.repos.clone(),
         out: args.out.clone(),
-        shard: resolve_shard(args.shard.as_deref())?,
+        shard: match args.shard.as_deref() {
+            Some(spec) => Shard::parse(spec, |v| std::env::var(v).ok())?,
+            None => Shard::default(),
+        },
         python: args.python.clone(),
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         per_function: args.per_function,
@@ -135,11 +112,11 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
     }
     let summary = serde_json::json!({
         "format_version": inject::INJECT_FORMAT_VERSION,
-        "shard": format!("{}/{}", options.shard.index, options.shard.count),
+        "shard": options.shard.to_string(),
         "repos": reports,
         "by_kind": totals,
     });
-    let path = options.out.join(format!("summary-{:05}-of-{:05}.json", options.shard.index, options.shard.count));
+    let path = options.out.join(format!("summary-{}.json", options.shard.file_stem()));
     std::fs::write(&path, serde_json::to_string_pretty(&summary)?)?;
     Ok(ExitCode::Success)
 }

@@ -4,6 +4,7 @@ mod row;
 
 pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT_VERSION};
 
+pub use crate::shard::Shard;
 use crate::project::{copy_tree, Project};
 use crate::pytest::{default_python, Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
@@ -16,25 +17,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Which slice of the repository list this process handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl Shard {
-    /// Does this shard own the `i`-th repository (of the sorted list)?
-    #[must_use]
-    pub fn owns(self, i: usize) -> bool {
-        i % self.count.max(1) == self.index
-    }
-
-    fn tag(self) -> String {
-        format!("{:05}-of-{:05}", self.index, self.count)
-    }
-}
 
 /// Options of `deepdebug inject`.
 #[derive(Debug, Clone)]
@@ -86,7 +68,7 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         move |source| InjectError::Io { action, path, source }
     };
     std::fs::create_dir_all(&options.out).map_err(io("create", &options.out))?;
-    let tag = options.shard.tag();
+    let tag = options.shard.file_stem();
     let rows_path = options.out.join(format!("bugs-{tag}.jsonl"));
     let checkpoint_path = options.out.join(format!("checkpoint-{tag}.json"));
     let mut checkpoint_default = Checkpoint { format_version: INJECT_FORMAT_VERSION, ..Checkpoint::default() };

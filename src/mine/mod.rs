@@ -11,14 +11,13 @@ mod parquet;
 mod progress;
 mod report;
 mod run;
-mod shard;
 
 pub use extract::{edited_functions, pair_hash, FileEditStats, FunctionEdit};
 pub use git::is_fix_message;
 pub use output::{for_each_row, Checkpoint, PairRow, ShardPaths};
 pub use report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 pub use run::{mine, MineConfig};
-pub use shard::{Shard, ShardError, INDEX_ENV_VARS};
+pub use crate::shard::{Shard, ShardError, INDEX_ENV_VARS};
 
 use std::path::PathBuf;
 

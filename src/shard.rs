@@ -1,4 +1,4 @@
-//! Which slice of the repository list this process mines: `--shard I/N` or a cluster array index.
+//! Which slice of a repository list this process handles: `--shard I/N` or a cluster array index.
 
 use std::fmt;
 
