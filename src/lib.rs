@@ -10,3 +10,5 @@ pub mod localize;
 pub mod repair;
 pub mod exit_code;
 pub mod report;
+pub mod model;
+pub mod skeleton;

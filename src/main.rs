@@ -18,6 +18,8 @@ enum Command {
     Fix(cli::fix::FixArgs),
     #[command(flatten)]
     Debugger(cli::debugger::DebuggerCommand),
+    #[command(flatten)]
+    Model(cli::model::ModelCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -31,6 +33,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
+        Command::Model(command) => cli::model::run(command).map(|()| ExitCode::Success),
     };
     match result {
         Ok(code) => code.into(),

@@ -2,6 +2,7 @@
 
 pub mod debugger;
 pub mod fix;
+pub mod model;
 
 use std::time::Duration;
 

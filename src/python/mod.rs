@@ -1,6 +1,7 @@
 //! The interface to tree-sitter-python is localized here: parsing, syntax errors, functions.
 
 mod functions;
+pub mod skeleton;
 
 pub use functions::{functions, FunctionDef};
 

@@ -1,6 +1,6 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
-use super::candidate::{self, Candidate, GenerateLimits, GenerateStats};
+use super::candidate::{self, Candidate, GenerateLimits, GenerateStats, NeuralLimits};
 use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
@@ -25,6 +25,16 @@ pub struct FixOptions {
     pub baseline_test_timeout: Duration,
     pub limits: GenerateLimits,
     pub engine: EngineChoice,
+    /// Also ask a trained patcher (a model directory) for candidates.
+    pub neural: Option<NeuralOptions>,
+}
+
+/// The seq2seq patcher as a candidate source beside the operators.
+#[derive(Debug, Clone)]
+pub struct NeuralOptions {
+    /// Model directory (config.json, tokenizer.json, model.safetensors).
+    pub model: PathBuf,
+    pub limits: NeuralLimits,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -42,6 +52,8 @@ pub enum FixError {
     NoTests(String),
     #[error("the baseline test run did not finish within {0:?}")]
     BaselineTimeout(Duration),
+    #[error("patcher model: {0}")]
+    Model(#[from] crate::model::ModelError),
 }
 
 fn format_collect_errors(errors: &[CollectError]) -> String {
@@ -163,7 +175,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         return Ok(outcome);
     }
     outcome.localization = localize(&project, &outcome.baseline);
-    let (candidates, stats) = candidate::generate(&project, &outcome.localization, options.limits);
+    let (mut candidates, mut stats) = candidate::generate(&project, &outcome.localization, options.limits);
+    if let Some(neural) = &options.neural {
+        let mut sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
+        let (proposed, neural_stats) =
+            candidate::generate_neural(&project, &outcome.localization, &mut sampler, &neural.limits)?;
+        let (merged, duplicates) = candidate::merge(candidates, proposed, options.limits.max_candidates);
+        candidates = merged;
+        stats.proposed += neural_stats.proposed;
+        stats.unparseable += neural_stats.unparseable;
+        stats.duplicates += neural_stats.duplicates + duplicates;
+    }
     outcome.candidates = candidates;
     outcome.generate_stats = stats;
     on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() });
