@@ -134,7 +134,8 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
                     ExitCode::BaselineBroken
                 }
-                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_)) => ExitCode::Usage,
+                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
+                | FixError::Model(deepdebug::model::ModelError::NotAModel(_)) => ExitCode::Usage,
                 _ => ExitCode::Software,
             };
             eprintln!("error: {err}");

@@ -270,6 +270,41 @@ impl Seq2Seq {
         })
     }
 
+    /// Load the weights of a model directory (for evaluation and reference decoding).
+    ///
+    /// # Errors
+    /// When files are missing or shapes disagree with `config.json`.
+    pub fn load(dir: &super::ModelDir, device: &Device) -> std::result::Result<(Seq2Seq, ModelConfig), super::ModelError> {
+        let cfg = dir.config()?;
+        let bytes = std::fs::read(dir.weights_path()).map_err(|e| super::ModelError::Io(dir.weights_path().display().to_string(), e))?;
+        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, device)?;
+        Ok((Seq2Seq::new(&cfg, vb)?, cfg))
+    }
+
+    /// Greedy decoding without a KV cache (the whole prefix is re-run each step): a slow
+    /// reference for the cached sampler. Returns the ids before `</s>`.
+    ///
+    /// # Errors
+    /// On tensor errors.
+    pub fn greedy(&self, src: &[u32], start_id: u32, eos_id: u32, max_len: usize) -> Result<Vec<u32>> {
+        let device = self.shared.device().clone();
+        let src = Tensor::new(src, &device)?.unsqueeze(0)?;
+        let (enc, mask) = self.encode(&src)?;
+        let mut ids = vec![start_id];
+        for _ in 0..max_len {
+            let dec = Tensor::new(ids.as_slice(), &device)?.unsqueeze(0)?;
+            let logits = self.decode(&dec, &enc, &mask)?;
+            let last = logits.get(0)?.get(ids.len() - 1)?;
+            let next = last.argmax(D::Minus1)?.to_scalar::<u32>()?;
+            if next == eos_id {
+                break;
+            }
+            ids.push(next);
+        }
+        ids.remove(0);
+        Ok(ids)
+    }
+
     fn padding_mask(&self, ids: &Tensor) -> Result<Tensor> {
         // (b, 1, 1, t): 0 for tokens, NEG for padding.
         let (b, t) = ids.dims2()?;

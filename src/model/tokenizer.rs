@@ -68,7 +68,7 @@ impl CodeTokenizer {
             .min_frequency(2)
             .show_progress(false)
             .special_tokens(specials.clone())
-            .initial_alphabet(tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet())
+            .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
             .build();
         let mut trainer = TrainerWrapper::BpeTrainer(trainer);
         tokenizer.train(&mut trainer, texts).map_err(tok_err)?;

@@ -125,6 +125,11 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let start = Instant::now();
     let deadline = start + options.timeout;
     let project = Project::load(&options.repo)?;
+    // Load the patcher first: a bad model directory should fail before the baseline runs.
+    let mut sampler = match &options.neural {
+        Some(neural) => Some(crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?),
+        None => None,
+    };
     let warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
     let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
     let pytest = Pytest::new(&python)?;
@@ -176,10 +181,9 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     }
     outcome.localization = localize(&project, &outcome.baseline);
     let (mut candidates, mut stats) = candidate::generate(&project, &outcome.localization, options.limits);
-    if let Some(neural) = &options.neural {
-        let mut sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
+    if let (Some(neural), Some(sampler)) = (&options.neural, sampler.as_mut()) {
         let (proposed, neural_stats) =
-            candidate::generate_neural(&project, &outcome.localization, &mut sampler, &neural.limits)?;
+            candidate::generate_neural(&project, &outcome.localization, sampler, &neural.limits)?;
         let (merged, duplicates) = candidate::merge(candidates, proposed, options.limits.max_candidates);
         candidates = merged;
         stats.proposed += neural_stats.proposed;
