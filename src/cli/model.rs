@@ -243,7 +243,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             let every = (steps / 20).max(1);
             let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut |ev| match ev {
                 TrainEvent::Resumed { step } => eprintln!("resuming at step {step}"),
-                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step % every == 0 => {
+                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step.is_multiple_of(every) => {
                     eprintln!("step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s");
                 }
                 TrainEvent::Eval { step, loss } => eprintln!("step {step:>6}  eval loss {loss:.4}"),

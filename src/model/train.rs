@@ -269,13 +269,13 @@ pub fn train(
         on_event(TrainEvent::Step { step: state.step, loss, lr, grad_norm, tokens_per_second: summary.tokens as f64 / secs.max(1e-9) });
 
         let last = state.step == opts.steps;
-        if !eval.is_empty() && (last || (opts.eval_every > 0 && state.step % opts.eval_every == 0)) {
+        if !eval.is_empty() && (last || (opts.eval_every > 0 && state.step.is_multiple_of(opts.eval_every))) {
             let l = eval_loss(&model, &eval, opts.batch_size, device)?;
             state.eval_loss.push((state.step, l));
             summary.eval_loss.push((state.step, l));
             on_event(TrainEvent::Eval { step: state.step, loss: l });
         }
-        if last || (opts.checkpoint_every > 0 && state.step % opts.checkpoint_every == 0) {
+        if last || (opts.checkpoint_every > 0 && state.step.is_multiple_of(opts.checkpoint_every)) {
             let mean = since_ckpt.iter().sum::<f32>() / since_ckpt.len().max(1) as f32;
             state.train_loss.push((state.step, mean));
             since_ckpt.clear();
