@@ -244,3 +244,48 @@ fn smollm2_scores_and_proposes_when_installed() {
     assert_eq!(a, b);
     assert!(!a.is_empty());
 }
+
+#[test]
+fn train_and_sample_commands_work_end_to_end_on_mined_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("rows.jsonl");
+    let rows: Vec<String> = dataset(24)
+        .iter()
+        .map(|e| {
+            let before = e.source.replace("# target edit\n", "").replace("# end\n", "");
+            serde_json::json!({"repo": "r", "path": "m.py", "function": "f", "before": before, "after": e.target, "context": "import os\n"}).to_string()
+        })
+        .collect();
+    std::fs::write(&data, rows.join("\n")).unwrap();
+    let model = dir.path().join("model");
+    let out = deepdebug()
+        .args(["train", "--task", "bug-create", "--preset", "tiny", "--vocab-size", "300", "--steps", "3", "--batch-size", "4", "--warmup", "1", "--data"])
+        .arg(&data)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trained steps 0..3"));
+    let cfg = ModelDir::new(&model).config().unwrap();
+    assert_eq!((cfg.task, cfg.d_model), (Task::BugCreate, 64));
+    // Training again as `patch` into the same directory is refused.
+    let out = deepdebug().args(["train", "--task", "patch", "--steps", "4", "--data"]).arg(&data).arg("--model").arg(&model).output().unwrap();
+    assert!(!out.status.success());
+
+    let src = dir.path().join("m.py");
+    std::fs::write(&src, "import os\n\ndef total(a, b):\n    return a - b\n").unwrap();
+    let out = deepdebug()
+        .args(["sample", "-n", "3", "--max-len", "12", "--json", "--function", "total", "--file"])
+        .arg(&src)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let counts: usize = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["count"].as_u64().unwrap() as usize)
+        .sum();
+    assert_eq!(counts, 3);
+}

@@ -72,3 +72,23 @@ pub fn read_jsonl(path: &Path, task: Task) -> Result<Vec<Example>, ModelError> {
         .map(|(i, l)| parse_row(l, task).map_err(|e| ModelError::Data(format!("{}:{}: {e}", path.display(), i + 1))))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_become_pairs_for_each_task() {
+        let plain = parse_row(r#"{"source": "a", "target": "b"}"#, Task::BugCreate).unwrap();
+        assert_eq!(plain, Example { source: "a".into(), target: "b".into() });
+        let mined = r#"{"repo": "r", "before": "def f():\n    return 1\n", "after": "def f():\n    return 2\n", "context": "import os\n"}"#;
+        let patch = parse_row(mined, Task::Patch).unwrap();
+        assert_eq!(patch.source, "import os\n# target edit\ndef f():\n    return 1\n# end\n");
+        assert_eq!(patch.target, "def f():\n    return 2\n");
+        let bug = parse_row(mined, Task::BugCreate).unwrap();
+        assert!(bug.source.contains("return 2") && bug.target.contains("return 1"));
+        let skeleton = r##"{"before": "x", "after": "y", "context": "# target edit\nx\n# end\n"}"##;
+        assert_eq!(parse_row(skeleton, Task::Patch).unwrap().source, "# target edit\nx\n# end\n");
+        assert!(parse_row(r#"{"before": "x"}"#, Task::Patch).is_err());
+    }
+}
