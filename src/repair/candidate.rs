@@ -231,6 +231,10 @@ pub fn generate_neural(
         let old = &original[line_start..line_end];
         for sample in run.samples {
             stats.proposed += 1;
+            if sample.text.trim().is_empty() {
+                stats.unparseable += 1;
+                continue;
+            }
             let mut new = reindent(&sample.text, old);
             if !old.ends_with('\n') {
                 new.pop();
