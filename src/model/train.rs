@@ -1,0 +1,291 @@
+//! Training loop: AdamW, linear warmup + cosine decay, global-norm gradient clipping,
+//! periodic held-out loss, checkpoint/resume in the model directory.
+
+use super::data::Example;
+use super::dir::{ModelDir, TrainState, TRAIN_STATE_FORMAT_VERSION};
+use super::t5::Seq2Seq;
+use super::tokenizer::{EOS_ID, PAD_ID};
+use super::{CodeTokenizer, ModelConfig, ModelError};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// Hyper-parameters of a training run.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// Total optimizer steps (a resumed run continues up to this count).
+    pub steps: usize,
+    pub batch_size: usize,
+    pub learning_rate: f64,
+    pub warmup_steps: usize,
+    /// The cosine decays to `learning_rate * min_lr_ratio`.
+    pub min_lr_ratio: f64,
+    pub weight_decay: f64,
+    /// Global gradient-norm limit.
+    pub clip_norm: f64,
+    /// Held-out loss every this many steps (and at the end); 0 = only at the end.
+    pub eval_every: usize,
+    /// Checkpoint every this many steps (and at the end); 0 = only at the end.
+    pub checkpoint_every: usize,
+    /// Share of the examples held out for the eval loss (none when fewer than 4 examples).
+    pub eval_fraction: f64,
+    /// Seeds the train/eval split and the batches (batch `k` depends only on seed and `k`).
+    pub seed: u64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            steps: 1000,
+            batch_size: 16,
+            learning_rate: 1e-3,
+            warmup_steps: 100,
+            min_lr_ratio: 0.1,
+            weight_decay: 0.01,
+            clip_norm: 1.0,
+            eval_every: 200,
+            checkpoint_every: 500,
+            eval_fraction: 0.05,
+            seed: 0,
+        }
+    }
+}
+
+impl TrainOptions {
+    /// Learning rate for 0-based `step`.
+    #[must_use]
+    pub fn lr_at(&self, step: usize) -> f64 {
+        if step < self.warmup_steps {
+            return self.learning_rate * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let span = self.steps.saturating_sub(self.warmup_steps).max(1) as f64;
+        let p = ((step - self.warmup_steps) as f64 / span).min(1.0);
+        let min = self.learning_rate * self.min_lr_ratio;
+        min + (self.learning_rate - min) * 0.5 * (1.0 + (std::f64::consts::PI * p).cos())
+    }
+}
+
+/// Progress reports.
+#[derive(Debug, Clone)]
+pub enum TrainEvent {
+    Resumed { step: usize },
+    Step { step: usize, loss: f32, lr: f64, grad_norm: f32, tokens_per_second: f64 },
+    Eval { step: usize, loss: f32 },
+    Checkpoint { step: usize },
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct TrainSummary {
+    pub start_step: usize,
+    pub steps: usize,
+    /// Per-step training losses of this run.
+    pub losses: Vec<f32>,
+    pub eval_loss: Vec<(usize, f32)>,
+    /// Non-pad source + target tokens processed.
+    pub tokens: usize,
+    pub seconds: f64,
+    pub parameters: usize,
+}
+
+impl TrainSummary {
+    #[must_use]
+    pub fn tokens_per_second(&self) -> f64 {
+        self.tokens as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Tokenized pair: encoder ids (with `</s>`) and labels (with `</s>`).
+pub(crate) struct Encoded {
+    pub src: Vec<u32>,
+    pub labels: Vec<u32>,
+}
+
+/// Encoder ids for `text`: truncated to `max_len - 1`, then `</s>`.
+pub(crate) fn source_ids(tokenizer: &CodeTokenizer, text: &str, max_len: usize) -> Result<Vec<u32>, ModelError> {
+    let mut ids = tokenizer.encode(text)?;
+    ids.truncate(max_len.saturating_sub(1));
+    ids.push(EOS_ID);
+    Ok(ids)
+}
+
+fn encode_all(tokenizer: &CodeTokenizer, cfg: &ModelConfig, examples: &[Example]) -> Result<Vec<Encoded>, ModelError> {
+    examples
+        .iter()
+        .map(|ex| {
+            let src = source_ids(tokenizer, &ex.source, cfg.max_source_len)?;
+            let mut labels = tokenizer.encode(&ex.target)?;
+            labels.truncate(cfg.max_target_len.saturating_sub(1));
+            labels.push(EOS_ID);
+            Ok(Encoded { src, labels })
+        })
+        .collect()
+}
+
+/// Right-pad rows into a (b, t) u32 tensor.
+pub(crate) fn pad_batch(rows: &[&[u32]], device: &Device) -> Result<Tensor, ModelError> {
+    let t = rows.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
+    let mut flat = Vec::with_capacity(rows.len() * t);
+    for r in rows {
+        flat.extend_from_slice(r);
+        flat.extend(std::iter::repeat_n(PAD_ID, t - r.len()));
+    }
+    Ok(Tensor::from_vec(flat, (rows.len(), t), device)?)
+}
+
+/// (src, decoder input, labels, non-pad token count) for a batch.
+fn batch_tensors(batch: &[&Encoded], device: &Device) -> Result<(Tensor, Tensor, Tensor, usize), ModelError> {
+    let src: Vec<&[u32]> = batch.iter().map(|e| e.src.as_slice()).collect();
+    let labels: Vec<&[u32]> = batch.iter().map(|e| e.labels.as_slice()).collect();
+    let dec_in: Vec<Vec<u32>> =
+        batch.iter().map(|e| std::iter::once(PAD_ID).chain(e.labels[..e.labels.len() - 1].iter().copied()).collect()).collect();
+    let dec_refs: Vec<&[u32]> = dec_in.iter().map(Vec::as_slice).collect();
+    let tokens = batch.iter().map(|e| e.src.len() + e.labels.len()).sum();
+    Ok((pad_batch(&src, device)?, pad_batch(&dec_refs, device)?, pad_batch(&labels, device)?, tokens))
+}
+
+fn eval_loss(model: &Seq2Seq, eval: &[&Encoded], batch_size: usize, device: &Device) -> Result<f32, ModelError> {
+    let mut total = 0.0f64;
+    let mut weight = 0usize;
+    for chunk in eval.chunks(batch_size.max(1)) {
+        let (src, dec_in, labels, _) = batch_tensors(chunk, device)?;
+        let n: usize = chunk.iter().map(|e| e.labels.len()).sum();
+        let loss = model.loss(&src, &dec_in, &labels)?.to_scalar::<f32>()?;
+        total += f64::from(loss) * n as f64;
+        weight += n;
+    }
+    Ok((total / weight.max(1) as f64) as f32)
+}
+
+fn checkpoint(dir: &ModelDir, varmap: &VarMap, cfg: &ModelConfig, tokenizer: &CodeTokenizer, state: &TrainState) -> Result<(), ModelError> {
+    dir.create()?;
+    let tmp = dir.path.join("model.safetensors.tmp");
+    varmap.save(&tmp)?;
+    std::fs::rename(&tmp, dir.weights_path()).map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+    dir.save_config(cfg)?;
+    tokenizer.save(&dir.tokenizer_path())?;
+    dir.save_train_state(state)
+}
+
+/// Train (or resume training) the model in `dir` on `examples`. When `dir` holds a
+/// checkpoint with `train_state.json`, its weights and step are restored (the AdamW moments
+/// restart from zero) and `cfg`/`tokenizer` must match it.
+///
+/// # Errors
+/// On tensor, tokenizer or I/O errors, or an empty data set.
+pub fn train(
+    dir: &ModelDir,
+    cfg: &ModelConfig,
+    tokenizer: &CodeTokenizer,
+    examples: &[Example],
+    opts: &TrainOptions,
+    device: &Device,
+    on_event: &mut dyn FnMut(TrainEvent),
+) -> Result<TrainSummary, ModelError> {
+    if examples.is_empty() {
+        return Err(ModelError::Data("no training examples".into()));
+    }
+    cfg.validate()?;
+    if cfg.vocab_size < tokenizer.vocab_size() {
+        return Err(ModelError::Config(format!(
+            "vocab_size {} is smaller than the tokenizer's {}",
+            cfg.vocab_size,
+            tokenizer.vocab_size()
+        )));
+    }
+    let encoded = encode_all(tokenizer, cfg, examples)?;
+    let mut order: Vec<usize> = (0..encoded.len()).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(opts.seed));
+    let n_eval = if encoded.len() < 4 { 0 } else { ((encoded.len() as f64 * opts.eval_fraction).ceil() as usize).clamp(1, encoded.len() / 2) };
+    let eval: Vec<&Encoded> = order[..n_eval].iter().map(|&i| &encoded[i]).collect();
+    let train_set: Vec<&Encoded> = order[n_eval..].iter().map(|&i| &encoded[i]).collect();
+
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
+    let model = Seq2Seq::new(cfg, vb)?;
+    let mut state = TrainState { format_version: TRAIN_STATE_FORMAT_VERSION, step: 0, total_steps: opts.steps, train_loss: Vec::new(), eval_loss: Vec::new() };
+    if let Some(saved) = dir.train_state()? {
+        let saved_cfg = dir.config()?;
+        if &saved_cfg != cfg {
+            return Err(ModelError::Config(format!("{} holds a checkpoint with a different config", dir.path.display())));
+        }
+        let mut varmap = varmap.clone();
+        varmap.load(dir.weights_path())?;
+        state = saved;
+        state.total_steps = opts.steps;
+        on_event(TrainEvent::Resumed { step: state.step });
+    }
+    let vars = varmap.all_vars();
+    let params = ParamsAdamW { lr: opts.lr_at(state.step), weight_decay: opts.weight_decay, ..ParamsAdamW::default() };
+    let mut opt = AdamW::new(vars.clone(), params)?;
+
+    let start_step = state.step;
+    let started = Instant::now();
+    let mut summary = TrainSummary {
+        start_step,
+        steps: 0,
+        losses: Vec::new(),
+        eval_loss: Vec::new(),
+        tokens: 0,
+        seconds: 0.0,
+        parameters: vars.iter().map(|v| v.elem_count()).sum(),
+    };
+    let mut since_ckpt: Vec<f32> = Vec::new();
+    while state.step < opts.steps {
+        let step = state.step;
+        let mut rng = StdRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(step as u64 + 1));
+        let batch: Vec<&Encoded> = (0..opts.batch_size.max(1)).map(|_| train_set[rng.random_range(0..train_set.len())]).collect();
+        let (src, dec_in, labels, tokens) = batch_tensors(&batch, device)?;
+        let loss = model.loss(&src, &dec_in, &labels)?;
+        let mut grads = loss.backward()?;
+        let mut sq = 0.0f32;
+        for v in &vars {
+            if let Some(g) = grads.get(v) {
+                sq += g.sqr()?.sum_all()?.to_scalar::<f32>()?;
+            }
+        }
+        let grad_norm = sq.sqrt();
+        if opts.clip_norm > 0.0 && f64::from(grad_norm) > opts.clip_norm {
+            let scale = opts.clip_norm / f64::from(grad_norm);
+            for v in &vars {
+                if let Some(g) = grads.remove(v) {
+                    grads.insert(v, (g * scale)?);
+                }
+            }
+        }
+        let lr = opts.lr_at(step);
+        opt.set_learning_rate(lr);
+        opt.step(&grads)?;
+        let loss = loss.to_scalar::<f32>()?;
+        state.step += 1;
+        summary.steps += 1;
+        summary.tokens += tokens;
+        summary.losses.push(loss);
+        since_ckpt.push(loss);
+        let secs = started.elapsed().as_secs_f64();
+        on_event(TrainEvent::Step { step: state.step, loss, lr, grad_norm, tokens_per_second: summary.tokens as f64 / secs.max(1e-9) });
+
+        let last = state.step == opts.steps;
+        if !eval.is_empty() && (last || (opts.eval_every > 0 && state.step.is_multiple_of(opts.eval_every))) {
+            let l = eval_loss(&model, &eval, opts.batch_size, device)?;
+            state.eval_loss.push((state.step, l));
+            summary.eval_loss.push((state.step, l));
+            on_event(TrainEvent::Eval { step: state.step, loss: l });
+        }
+        if last || (opts.checkpoint_every > 0 && state.step.is_multiple_of(opts.checkpoint_every)) {
+            let mean = since_ckpt.iter().sum::<f32>() / since_ckpt.len().max(1) as f32;
+            state.train_loss.push((state.step, mean));
+            since_ckpt.clear();
+            checkpoint(dir, &varmap, cfg, tokenizer, &state)?;
+            on_event(TrainEvent::Checkpoint { step: state.step });
+        }
+    }
+    if summary.steps == 0 && !dir.is_complete() {
+        checkpoint(dir, &varmap, cfg, tokenizer, &state)?;
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
