@@ -10,3 +10,4 @@ pub mod localize;
 pub mod repair;
 pub mod exit_code;
 pub mod report;
+pub mod sandbox;
