@@ -20,6 +20,9 @@ enum Command {
     Priors(cli::priors::PriorsArgs),
     #[command(flatten)]
     Debugger(cli::debugger::DebuggerCommand),
+    /// Sandboxes for test runs: build the Docker image, run the isolation self-test.
+    #[command(subcommand)]
+    Sandbox(cli::sandbox::SandboxCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,6 +37,7 @@ fn main() -> std::process::ExitCode {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Priors(args) => cli::priors::run(&args),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
+        Command::Sandbox(command) => cli::sandbox::run(&command),
     };
     match result {
         Ok(code) => code.into(),

@@ -3,6 +3,7 @@
 pub mod debugger;
 pub mod fix;
 pub mod priors;
+pub mod sandbox;
 
 use std::time::Duration;
 

@@ -7,6 +7,7 @@ use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{default_python, CollectError, Pytest, PytestError, RunSpec, Session};
+use crate::sandbox::{DockerConfig, Sandbox, SandboxError, SandboxKind};
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -28,6 +29,10 @@ pub struct FixOptions {
     pub engine: EngineChoice,
     /// Operator priors (learned from mined fix commits, or the hand-set defaults).
     pub priors: Priors,
+    /// Where every test run happens (baseline, validation, confirmation).
+    pub sandbox: SandboxKind,
+    /// Image and limits for `SandboxKind::Docker`.
+    pub docker: DockerConfig,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -39,6 +44,8 @@ pub enum FixError {
     Pytest(#[from] PytestError),
     #[error(transparent)]
     Lab(#[from] LabError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     #[error("pytest could not collect the tests:\n{}", format_collect_errors(.0))]
     CollectionErrors(Vec<CollectError>),
     #[error("pytest collected no tests{}", tail_hint(.0))]
@@ -119,8 +126,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let deadline = start + options.timeout;
     let project = Project::load(&options.repo)?;
     let warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
-    let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
-    let pytest = Pytest::new(&python)?;
+    let sandbox = Sandbox::new(options.sandbox, &options.docker)?;
+    let mut warnings = warnings;
+    warnings.extend(sandbox.warning().map(ToString::to_string));
+    // A host virtualenv does not exist in a container: the image's python3 runs there.
+    let python = match (&options.python, sandbox.is_container()) {
+        (Some(python), _) => python.clone(),
+        (None, true) => PathBuf::from(crate::sandbox::docker::IMAGE_PYTHON),
+        (None, false) => default_python(project.root()),
+    };
+    let pytest = Pytest::with_sandbox(&python, std::sync::Arc::new(sandbox))?;
+    let python = pytest.python().to_path_buf();
 
     on_event(FixEvent::BaselineStarted);
     // The baseline runs in a scratch copy too: tests may write files.
