@@ -40,7 +40,9 @@ impl Bwrap {
         if pid_namespace {
             cmd.args(["--unshare-pid", "--proc", "/proc"]);
         }
-        for dir in read_only {
+        // An interpreter under /tmp (a virtualenv made there) would vanish under the fresh /tmp.
+        let program_root = program.parent().and_then(Path::parent).filter(|_| program.is_absolute() && program.starts_with("/tmp"));
+        for dir in read_only.iter().copied().chain(program_root) {
             let dir = super::absolute(dir);
             cmd.arg("--ro-bind").arg(&dir).arg(&dir);
         }
