@@ -263,3 +263,24 @@ pub fn image_python(python: &Path) -> &Path {
         python
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_exit_codes_map_to_exits() {
+        assert_eq!(exit_from_code(0), Exit::Success);
+        assert_eq!(exit_from_code(1), Exit::Failure(1));
+        assert_eq!(exit_from_code(137), Exit::Signalled(9));
+        assert_eq!(exit_from_code(i64::MAX), Exit::Failure(-1));
+    }
+
+    #[test]
+    fn host_interpreters_become_the_image_python() {
+        assert_eq!(image_python(Path::new("/root/.pyenv/shims/python3")), Path::new(IMAGE_PYTHON));
+        assert_eq!(image_python(Path::new("/tmp/venv/bin/python")), Path::new(IMAGE_PYTHON));
+        assert_eq!(image_python(Path::new("python3")), Path::new("python3"));
+        assert_eq!(image_python(Path::new("/usr/bin/python3.11")), Path::new("/usr/bin/python3.11"));
+    }
+}

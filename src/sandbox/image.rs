@@ -213,23 +213,30 @@ pub fn host_mirror() -> String {
         more.sort();
         files.extend(more);
     }
-    for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        for line in text.lines() {
-            let line = line.trim();
-            let uris: Vec<&str> = if let Some(rest) = line.strip_prefix("URIs:") {
-                rest.split_whitespace().collect()
-            } else if let Some(rest) = line.strip_prefix("deb ") {
-                rest.split_whitespace().filter(|w| w.contains("://")).take(1).collect()
-            } else {
-                Vec::new()
-            };
-            if let Some(uri) = uris.into_iter().find(|u| u.trim_end_matches('/').ends_with("/debian")) {
-                return uri.trim_end_matches('/').to_string();
-            }
+    files
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .find_map(|text| mirror_in(&text))
+        .unwrap_or_else(|| "http://deb.debian.org/debian".to_string())
+}
+
+/// The first Debian archive URI in an apt sources file (deb822 or one-line format).
+#[must_use]
+pub fn mirror_in(sources: &str) -> Option<String> {
+    for line in sources.lines() {
+        let line = line.trim();
+        let uris: Vec<&str> = if let Some(rest) = line.strip_prefix("URIs:") {
+            rest.split_whitespace().collect()
+        } else if let Some(rest) = line.strip_prefix("deb ") {
+            rest.split_whitespace().filter(|w| w.contains("://")).take(1).collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(uri) = uris.into_iter().find(|u| u.trim_end_matches('/').ends_with("/debian")) {
+            return Some(uri.trim_end_matches('/').to_string());
         }
     }
-    "http://deb.debian.org/debian".to_string()
+    None
 }
 
 fn tail(text: &str, max: usize) -> &str {
@@ -238,4 +245,19 @@ fn tail(text: &str, max: usize) -> &str {
         start += 1;
     }
     &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debian_mirror_is_read_from_both_source_formats() {
+        let deb822 = "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\n";
+        assert_eq!(mirror_in(deb822).as_deref(), Some("http://mirror.example/debian"));
+        let one_line = "deb [arch=amd64] http://ftp.example/debian bookworm main\n";
+        assert_eq!(mirror_in(one_line).as_deref(), Some("http://ftp.example/debian"));
+        assert_eq!(mirror_in("deb https://packages.cloud.google.com/apt cloud-sdk main\n"), None);
+        assert_eq!(mirror_in("URIs: http://deb.debian.org/debian-security\n"), None);
+    }
 }

@@ -240,11 +240,48 @@ impl Sandbox {
     }
 }
 
-/// Directories that must be visible inside the sandbox for `path` to resolve (its parents).
+/// `path` made absolute against the current directory (mount points must be absolute).
 pub(crate) fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {
         std::env::current_dir().map_or_else(|_| path.to_path_buf(), |d| d.join(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_and_print() {
+        for kind in [SandboxKind::Docker, SandboxKind::Local, SandboxKind::None] {
+            assert_eq!(kind.name().parse::<SandboxKind>().unwrap(), kind);
+        }
+        assert!("vm".parse::<SandboxKind>().is_err());
+        assert_eq!(SandboxKind::default(), SandboxKind::Local);
+    }
+
+    #[test]
+    fn the_none_sandbox_runs_plain_processes_with_their_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::none();
+        let out = sandbox
+            .run(&Job {
+                program: Path::new("sh"),
+                args: vec!["-c".into(), "echo $GREETING; pwd".into()],
+                source: dir.path(),
+                read_only: Vec::new(),
+                writable: Vec::new(),
+                env: vec![("GREETING".into(), "hi".into())],
+                timeout: Duration::from_secs(10),
+                limits: Limits::default(),
+                capture_dir: dir.path(),
+            })
+            .unwrap();
+        assert!(out.exit.is_success());
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines[0], "hi");
+        assert_eq!(Path::new(lines[1]).canonicalize().unwrap(), dir.path().canonicalize().unwrap());
     }
 }
