@@ -81,6 +81,8 @@ pub enum SandboxCommand {
         #[arg(long, default_value = "python3")]
         python: PathBuf,
     },
+    /// Remove deepdebug containers left by a run that was killed (Ctrl-C, SIGKILL).
+    Prune,
 }
 
 pub fn run(command: &SandboxCommand) -> anyhow::Result<ExitCode> {
@@ -104,6 +106,12 @@ pub fn run(command: &SandboxCommand) -> anyhow::Result<ExitCode> {
                 report.elapsed.as_secs_f64(),
                 report.pytest_version
             );
+            Ok(ExitCode::Success)
+        }
+        SandboxCommand::Prune => {
+            let engine = deepdebug::sandbox::docker::DockerSandbox::connect_engine(DockerConfig::default())?;
+            let removed = engine.prune()?;
+            eprintln!("removed {} container(s){}", removed.len(), if removed.is_empty() { String::new() } else { format!(": {}", removed.join(", ")) });
             Ok(ExitCode::Success)
         }
         SandboxCommand::Check { sandbox, python } => {

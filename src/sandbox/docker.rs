@@ -113,6 +113,28 @@ impl DockerSandbox {
         Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).collect())
     }
 
+    /// Remove every deepdebug container on the engine (left by a deepdebug that was killed
+    /// mid-run); returns their names.
+    ///
+    /// # Errors
+    /// When the engine cannot list or remove containers.
+    pub fn prune(&self) -> Result<Vec<String>, SandboxError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])])),
+            ..Default::default()
+        };
+        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
+        let mut removed = Vec::new();
+        for container in list {
+            let Some(id) = container.id else { continue };
+            let force = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            self.block_on(self.client.remove_container(&id, Some(force))).map_err(docker_err("remove a container"))?;
+            removed.extend(container.names.unwrap_or_default());
+        }
+        Ok(removed)
+    }
+
     /// Run `job` in a fresh container, which is removed afterwards whatever happened.
     ///
     /// # Errors
