@@ -119,7 +119,7 @@ enum Backend {
     None,
     Bwrap(local::Bwrap),
     Rlimits,
-    Docker(docker::DockerSandbox),
+    Docker(Box<docker::DockerSandbox>),
 }
 
 /// A resolved sandbox: which backend runs commands, and what the user should be told.
@@ -154,7 +154,7 @@ impl Sandbox {
                     )),
                 ),
             },
-            SandboxKind::Docker => (Backend::Docker(docker::DockerSandbox::connect(docker.clone())?), None),
+            SandboxKind::Docker => (Backend::Docker(Box::new(docker::DockerSandbox::connect(docker.clone())?)), None),
         };
         Ok(Sandbox { kind, backend, warning })
     }
