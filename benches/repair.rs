@@ -4,6 +4,7 @@
 //! `BENCH_JOBS` validation workers, default: number of CPUs).
 
 use deepdebug::repair::priors::Priors;
+use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use deepdebug::eval::quixbugs::{discover, evaluate_program, EvalOptions, ProgramStatus};
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixOptions, FixStatus};
@@ -49,6 +50,8 @@ fn main() {
         per_call_timeout: Duration::from_secs(1),
         seed: 1,
         priors: Priors::default(),
+        sandbox: SandboxKind::Local,
+        docker: DockerConfig::default(),
     };
     for name in discover(&quixbugs).expect("quixbugs/fixtures has the QuixBugs layout") {
         let r = evaluate_program(&options, &name);
@@ -83,6 +86,8 @@ fn main() {
             engine: EngineChoice::Fork,
             priors: Priors::default(),
             neural: None,
+            sandbox: SandboxKind::Local,
+            docker: DockerConfig::default(),
         };
         let row = match fix(&fix_options, &|_| {}) {
             Ok(outcome) => Row {

@@ -14,5 +14,6 @@ pub mod pytest;
 pub mod python;
 pub mod repair;
 pub mod report;
+pub mod sandbox;
 pub mod shard;
 pub mod skeleton;

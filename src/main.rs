@@ -29,6 +29,9 @@ enum Command {
     Debugger(cli::debugger::DebuggerCommand),
     #[command(flatten)]
     Model(cli::model::ModelCommand),
+    /// Sandboxes for test runs: build the Docker image, run the isolation self-test.
+    #[command(subcommand)]
+    Sandbox(cli::sandbox::SandboxCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Command::Eval(command) => cli::eval::run(&command),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
         Command::Model(command) => cli::model::run(command).map(|()| ExitCode::Success),
+        Command::Sandbox(command) => cli::sandbox::run(&command),
     };
     match result {
         Ok(code) => code.into(),

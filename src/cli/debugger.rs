@@ -32,16 +32,20 @@ pub struct LimitArgs {
     /// Longest repr kept for a value, in characters.
     #[arg(long, default_value_t = 300)]
     max_repr: usize,
+    #[command(flatten)]
+    sandbox: super::sandbox::SandboxArgs,
 }
 
 impl LimitArgs {
-    fn limits(&self) -> record::RecordLimits {
-        record::RecordLimits {
+    fn limits(&self) -> Result<record::RecordLimits> {
+        let sandbox = Some(self.sandbox.resolve()?);
+        Ok(record::RecordLimits {
             timeout: Duration::from_secs_f64(self.timeout.max(0.1)),
             max_events: self.max_events,
             max_repr: self.max_repr,
+            sandbox,
             ..record::RecordLimits::standard()
-        }
+        })
     }
 }
 
@@ -143,7 +147,7 @@ fn load_trace(source: &Source, limits: &LimitArgs) -> Result<trace::Trace> {
         bail!("give --code FILE --call EXPR, or --trace FILE");
     };
     let text = std::fs::read_to_string(code).with_context(|| format!("reading {}", code.display()))?;
-    Ok(record::record_call(&text, call, &limits.limits())?)
+    Ok(record::record_call(&text, call, &limits.limits()?)?)
 }
 
 fn write_out(out: Option<&Path>, text: &str) -> Result<()> {
@@ -195,7 +199,7 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
         DebuggerCommand::TraceDataset { input, out, seed, per_trace, max_actions, inverse_fraction, limits } => {
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
             let config = sampler::SamplerConfig { max_actions, inverse_fraction, ..sampler::SamplerConfig::standard() };
-            let (samples, stats) = dataset::generate(&rows, &limits.limits(), per_trace, seed, &config);
+            let (samples, stats) = dataset::generate(&rows, &limits.limits()?, per_trace, seed, &config);
             let mut text = String::new();
             for s in &samples {
                 text.push_str(&serde_json::to_string(s)?);
@@ -207,7 +211,7 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
         }
         DebuggerCommand::EvalNextState { input, seed, per_trace, predictor: choice, limits } => {
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
-            let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()).into_iter().filter_map(Result::ok).collect();
+            let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()?).into_iter().filter_map(Result::ok).collect();
             let cases = eval::sample_cases(&traces, per_trace, seed, &sampler::SamplerConfig::standard());
             let mut p = make_predictor(choice, traces);
             let report = eval::evaluate(p.as_mut(), &cases);
@@ -215,7 +219,7 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
         }
         DebuggerCommand::EvalCruxeval { input, predictor: choice, limits } => {
             let rows: Vec<cruxeval::CruxRow> = dataset::read_jsonl(&input)?;
-            let limits = limits.limits();
+            let limits = limits.limits()?;
             let traces = cruxeval::record(&rows, &limits);
             let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect());
             let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;

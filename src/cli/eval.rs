@@ -49,6 +49,8 @@ pub struct QuixbugsArgs {
     /// Operator priors for `fix` (priors.json or a mined JSONL), as in `deepdebug fix --priors`.
     #[arg(long, value_name = "FILE")]
     priors: Option<PathBuf>,
+    #[command(flatten)]
+    sandbox: super::sandbox::SandboxArgs,
 }
 
 pub fn run(command: &EvalCommand) -> anyhow::Result<ExitCode> {
@@ -85,6 +87,8 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
         per_call_timeout: Duration::from_secs(1),
         seed: args.seed,
         priors: super::load_priors(args.priors.as_deref())?,
+        sandbox: args.sandbox.kind(),
+        docker: args.sandbox.docker(),
     };
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new(programs.len() as u64)

@@ -68,6 +68,8 @@ pub struct FixArgs {
     /// Sampling seed (with --model).
     #[arg(long, default_value_t = 0, help_heading = "Neural patcher")]
     seed: u64,
+    #[command(flatten)]
+    sandbox: super::sandbox::SandboxArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -87,6 +89,8 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         baseline_test_timeout: args.test_timeout,
         limits: GenerateLimits { max_lines: args.max_lines, ..GenerateLimits::default() },
+        sandbox: args.sandbox.kind(),
+        docker: args.sandbox.docker(),
         engine: match args.engine {
             Engine::Fork => EngineChoice::Fork,
             Engine::Subprocess => EngineChoice::Subprocess,
@@ -134,9 +138,9 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         Ok(outcome) => outcome,
         Err(err) => {
             let code = match &err {
-                FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. }) => {
-                    ExitCode::Environment
-                }
+                FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. })
+                | FixError::Sandbox(_)
+                | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
                     ExitCode::BaselineBroken
                 }

@@ -34,6 +34,8 @@ pub struct InjectArgs {
     python: Option<PathBuf>,
     #[arg(long)]
     jobs: Option<usize>,
+    #[command(flatten)]
+    sandbox: super::sandbox::SandboxArgs,
 }
 
 pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
@@ -50,7 +52,12 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         repo_timeout: args.timeout,
         engine: EngineChoice::Fork,
+        sandbox: args.sandbox.kind(),
+        docker: args.sandbox.docker(),
     };
+    if let Some(warning) = deepdebug::sandbox::Sandbox::new(options.sandbox, &options.docker)?.warning() {
+        eprintln!("warning: {warning}");
+    }
     let interactive = std::io::stderr().is_terminal();
     let multi = if interactive {
         MultiProgress::new()

@@ -7,6 +7,7 @@ pub mod inject;
 pub mod mine;
 pub mod priors;
 pub mod model;
+pub mod sandbox;
 
 use std::time::Duration;
 

@@ -43,6 +43,8 @@ pub struct RecordLimits {
     pub max_items: usize,
     /// Address-space limit for the child.
     pub memory_bytes: u64,
+    /// Where the child runs (`None`: a plain child process with rlimits, as before sandboxes).
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
 }
 
 impl RecordLimits {
@@ -57,6 +59,7 @@ impl RecordLimits {
             max_repr: 300,
             max_items: 100,
             memory_bytes: 2 << 30,
+            sandbox: None,
         }
     }
 }
@@ -150,6 +153,9 @@ pub fn run_python(
     args: &[&OsStr],
     limits: &RecordLimits,
 ) -> Result<ChildOutcome, RecordError> {
+    if let Some(sandbox) = &limits.sandbox {
+        return run_in_sandbox(sandbox, dir, script, args, limits);
+    }
     let stderr_path = dir.join("stderr.txt");
     let stderr_file = fs::File::create(&stderr_path).map_err(io_err("create stderr.txt"))?;
     let mut command = Command::new(&limits.python);
@@ -199,6 +205,54 @@ pub fn run_python(
         stderr = stderr[cut..].to_string();
     }
     Ok(ChildOutcome { success: status.success() && !timed_out, timed_out, status: status.to_string(), stderr })
+}
+
+/// [`run_python`] through a [`crate::sandbox::Sandbox`]: `dir` is the only writable directory.
+fn run_in_sandbox(
+    sandbox: &crate::sandbox::Sandbox,
+    dir: &Path,
+    script: &Path,
+    args: &[&OsStr],
+    limits: &RecordLimits,
+) -> Result<ChildOutcome, RecordError> {
+    let python = if sandbox.is_container() {
+        crate::sandbox::docker::image_python(&limits.python)
+    } else {
+        &limits.python
+    };
+    let mut argv = vec![script.as_os_str().to_owned()];
+    argv.extend(args.iter().map(|a| a.to_os_string()));
+    let job = crate::sandbox::Job {
+        program: python,
+        args: argv,
+        source: dir,
+        read_only: Vec::new(),
+        writable: vec![dir],
+        env: vec![("PYTHONHASHSEED".into(), "0".into()), ("PYTHONDONTWRITEBYTECODE".into(), "1".into())],
+        timeout: limits.timeout,
+        limits: crate::process::Limits {
+            memory_bytes: Some(limits.memory_bytes),
+            cpu_seconds: Some(limits.timeout.as_secs() + 1),
+            file_bytes: Some(1 << 30),
+        },
+        capture_dir: dir,
+    };
+    let out = sandbox.run(&job).map_err(|e| RecordError::Io {
+        action: format!("run {} in the sandbox", python.display()),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let mut stderr = out.stderr;
+    if stderr.len() > 4000 {
+        let cut = stderr.len() - 4000;
+        let cut = (cut..stderr.len()).find(|&i| stderr.is_char_boundary(i)).unwrap_or(cut);
+        stderr = stderr[cut..].to_string();
+    }
+    Ok(ChildOutcome {
+        success: out.exit.is_success(),
+        timed_out: out.exit.is_timeout(),
+        status: format!("{:?}", out.exit),
+        stderr,
+    })
 }
 
 fn kill_group(child: &Child) {

@@ -1,6 +1,7 @@
 //! `eval quixbugs`: run `fix` on every program of a QuixBugs-layout tree and classify each result.
 
 use crate::repair::priors::Priors;
+use crate::sandbox::{DockerConfig, SandboxKind};
 use super::equivalence::{self, clip, CompareConfig};
 use crate::pytest::default_python;
 use crate::repair::candidate::GenerateLimits;
@@ -41,6 +42,9 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Operator priors passed to `fix`.
     pub priors: Priors,
+    /// Sandbox of every test run `fix` makes.
+    pub sandbox: SandboxKind,
+    pub docker: DockerConfig,
 }
 
 /// Why an evaluation could not start.
@@ -292,6 +296,8 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         engine: EngineChoice::Fork,
         priors: options.priors.clone(),
         neural: None,
+        sandbox: options.sandbox,
+        docker: options.docker.clone(),
     };
     let outcome = match fix(&fix_options, &|_| {}) {
         Ok(outcome) => outcome,

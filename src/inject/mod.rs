@@ -6,7 +6,7 @@ pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT
 
 pub use crate::shard::Shard;
 use crate::project::{copy_tree, Project};
-use crate::pytest::{default_python, Pytest, PytestError, RunSpec, Session, TestOutcome};
+use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
 use crate::repair::lab::{EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
@@ -32,6 +32,9 @@ pub struct InjectOptions {
     /// Budget per repository.
     pub repo_timeout: Duration,
     pub engine: EngineChoice,
+    /// Sandbox of every test run.
+    pub sandbox: crate::sandbox::SandboxKind,
+    pub docker: crate::sandbox::DockerConfig,
 }
 
 /// Errors that stop the whole run (per-repository problems are reported and skipped instead).
@@ -169,11 +172,12 @@ fn inject_repo(
     let started = Instant::now();
     let name = repo.display().to_string();
     let project = Project::load(repo).map_err(|e| RepoError::Skip(e.to_string()))?;
-    let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
-    let pytest = Pytest::new(&python).map_err(|e| match e {
-        PytestError::PythonMissing(_) | PytestError::PytestMissing { .. } => RepoError::Fatal(e.into()),
-        other => RepoError::Skip(other.to_string()),
-    })?;
+    let (pytest, _) =
+        crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)
+            .map_err(|e| match e {
+                PytestError::Io { .. } | PytestError::ServerUnavailable(_) => RepoError::Skip(e.to_string()),
+                fatal => RepoError::Fatal(fatal.into()),
+            })?;
     let scratch = tempfile::Builder::new()
         .prefix("deepdebug-inject-")
         .tempdir()

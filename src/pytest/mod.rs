@@ -3,10 +3,12 @@
 pub mod server;
 
 use crate::process::{self, Exit, Limits};
+use crate::sandbox::{Job, Sandbox, SandboxError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The pytest plugin, shipped inside the binary and written to a temp dir at run time.
@@ -22,6 +24,8 @@ pub enum PytestError {
     PytestMissing { python: String },
     #[error("the fork server is unavailable: {0}")]
     ServerUnavailable(String),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     #[error("failed to {action}: {source}")]
     Io {
         action: String,
@@ -181,19 +185,31 @@ pub struct RunSpec<'a> {
     pub exit_first: bool,
 }
 
-/// A Python interpreter with pytest and the deepdebug plugin available.
+/// A Python interpreter with pytest and the deepdebug plugin available, in a sandbox.
 pub struct Pytest {
     python: PathBuf,
     plugin_dir: tempfile::TempDir,
     limits: Limits,
+    sandbox: Arc<Sandbox>,
 }
 
 impl Pytest {
     /// Check that `python` runs and can import pytest, and install the plugin in a temp dir.
+    /// Sessions run without a sandbox (rlimits and process groups only).
     ///
     /// # Errors
     /// [`PytestError::PythonMissing`] or [`PytestError::PytestMissing`] when the environment is unusable.
     pub fn new(python: &Path) -> Result<Pytest, PytestError> {
+        Pytest::with_sandbox(python, Arc::new(Sandbox::none()))
+    }
+
+    /// Like [`Pytest::new`], with every session (the probe included) run in `sandbox`. In a
+    /// container, a host interpreter path is replaced by the image's `python3`.
+    ///
+    /// # Errors
+    /// As [`Pytest::new`]; [`PytestError::Sandbox`] when the container cannot run.
+    pub fn with_sandbox(python: &Path, sandbox: Arc<Sandbox>) -> Result<Pytest, PytestError> {
+        let python = if sandbox.is_container() { crate::sandbox::docker::image_python(python) } else { python };
         let plugin_dir = tempfile::Builder::new()
             .prefix("deepdebug-plugin-")
             .tempdir()
@@ -201,10 +217,24 @@ impl Pytest {
         std::fs::write(plugin_dir.path().join(format!("{PLUGIN_MODULE}.py")), PLUGIN_SOURCE)
             .map_err(io_err("write the pytest plugin"))?;
         let display = python.display().to_string();
-        let mut probe = Command::new(python);
-        probe.args(["-c", "import pytest"]);
-        let out = process::run(&mut probe, Duration::from_secs(60), Limits::default(), plugin_dir.path())
-            .map_err(|_| PytestError::PythonMissing(display.clone()))?;
+        let probe = Job {
+            program: python,
+            args: vec!["-c".into(), "import pytest".into()],
+            source: plugin_dir.path(),
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            env: Vec::new(),
+            timeout: Duration::from_secs(60),
+            limits: Limits::default(),
+            capture_dir: plugin_dir.path(),
+        };
+        let out = match sandbox.run(&probe) {
+            Ok(out) => out,
+            Err(err) if sandbox.is_container() && !err.to_string().contains("executable file not found") => {
+                return Err(err.into())
+            }
+            Err(_) => return Err(PytestError::PythonMissing(display)),
+        };
         match out.exit {
             Exit::Success => {}
             Exit::Failure(_) if out.stderr.contains("No module named") => {
@@ -216,7 +246,14 @@ impl Pytest {
             python: python.to_path_buf(),
             plugin_dir,
             limits: Limits::default(),
+            sandbox,
         })
+    }
+
+    /// The sandbox sessions run in.
+    #[must_use]
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     #[must_use]
@@ -234,7 +271,12 @@ impl Pytest {
         selectors: &[String],
         startup_timeout: Duration,
     ) -> Result<server::ForkServer, PytestError> {
-        server::ForkServer::start(&self.python, self.plugin_dir.path(), root, selectors, startup_timeout)
+        if self.sandbox.is_container() {
+            return Err(PytestError::ServerUnavailable(
+                "the fork engine is disabled under --sandbox docker (one container per pytest session)".into(),
+            ));
+        }
+        server::ForkServer::start(&self.python, self.plugin_dir.path(), root, selectors, startup_timeout, &self.sandbox)
     }
 
     /// Run one pytest session. A session that crashes, hangs or collects nothing still returns
@@ -243,34 +285,52 @@ impl Pytest {
     /// # Errors
     /// Only when the process cannot be started or the report file cannot be created.
     pub fn run(&self, spec: &RunSpec<'_>) -> Result<Session, PytestError> {
-        let report = tempfile::Builder::new()
-            .prefix("report-")
-            .suffix(".jsonl")
-            .tempfile_in(self.plugin_dir.path())
-            .map_err(io_err("create the report file"))?;
-        let mut cmd = Command::new(&self.python);
-        cmd.current_dir(spec.root)
-            .args(["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q"])
-            .args(["--tb=no", "--no-header", "-rN", "-W", "ignore::DeprecationWarning"]);
+        // The report goes to a directory of its own: the only one a container may write.
+        let run_dir = tempfile::Builder::new()
+            .prefix("deepdebug-run-")
+            .tempdir()
+            .map_err(io_err("create the report directory"))?;
+        let report = run_dir.path().join("report.jsonl");
+        let mut args: Vec<OsString> = ["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q"]
+            .into_iter()
+            .chain(["--tb=no", "--no-header", "-rN", "-W", "ignore::DeprecationWarning"])
+            .map(OsString::from)
+            .collect();
         if spec.exit_first {
-            cmd.arg("-x");
+            args.push("-x".into());
         }
-        cmd.args(spec.selectors);
-        cmd.env("PYTHONPATH", pythonpath(self.plugin_dir.path()))
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("PYTHONHASHSEED", "0")
-            .env("DEEPDEBUG_REPORT", report.path())
-            .env("DEEPDEBUG_ROOT", spec.root)
-            .env("DEEPDEBUG_COVERAGE", if spec.coverage { "1" } else { "0" })
-            .env(
-                "DEEPDEBUG_TEST_TIMEOUT",
-                spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string(),
-            );
-        let out = process::run(&mut cmd, spec.session_timeout, self.limits, self.plugin_dir.path())
-            .map_err(io_err("start pytest"))?;
+        args.extend(spec.selectors.iter().map(OsString::from));
+        let env: Vec<(String, OsString)> = vec![
+            ("PYTHONPATH".into(), pythonpath(self.plugin_dir.path())),
+            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ("PYTHONHASHSEED".into(), "0".into()),
+            ("DEEPDEBUG_REPORT".into(), report.clone().into_os_string()),
+            ("DEEPDEBUG_ROOT".into(), spec.root.as_os_str().to_owned()),
+            ("DEEPDEBUG_COVERAGE".into(), if spec.coverage { "1" } else { "0" }.into()),
+            (
+                "DEEPDEBUG_TEST_TIMEOUT".into(),
+                spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string().into(),
+            ),
+        ];
+        let job = Job {
+            program: &self.python,
+            args,
+            source: spec.root,
+            read_only: vec![self.plugin_dir.path()],
+            writable: vec![run_dir.path()],
+            env,
+            timeout: spec.session_timeout,
+            limits: self.limits,
+            capture_dir: run_dir.path(),
+        };
+        let out = match self.sandbox.run(&job) {
+            Ok(out) => out,
+            Err(SandboxError::Io { action, source }) => return Err(PytestError::Io { action, source }),
+            Err(err) => return Err(err.into()),
+        };
         let mut session = Session::empty(out.exit, out.elapsed);
         session.output_tail = tail(&format!("{}{}", out.stdout, out.stderr), 3000);
-        session.absorb(&process::read_lossy(report.path()));
+        session.absorb(&process::read_lossy(&report));
         Ok(session)
     }
 }
@@ -294,6 +354,29 @@ fn tail(text: &str, max: usize) -> String {
         start += 1;
     }
     text[start..].to_string()
+}
+
+/// A pytest runner for the project at `root`, running in a `kind` sandbox: `python` if given,
+/// else the project's virtualenv (the image's python3 inside a container). Also returns the
+/// sandbox's warning for the user, if any.
+///
+/// # Errors
+/// When the sandbox cannot be set up or Python/pytest are unusable.
+pub fn for_project(
+    root: &Path,
+    python: Option<&Path>,
+    kind: crate::sandbox::SandboxKind,
+    docker: &crate::sandbox::DockerConfig,
+) -> Result<(Pytest, Option<String>), PytestError> {
+    let sandbox = crate::sandbox::Sandbox::new(kind, docker)?;
+    let warning = sandbox.warning().map(str::to_string);
+    // A host virtualenv does not exist in a container: the image's python3 runs there.
+    let python = match (python, sandbox.is_container()) {
+        (Some(python), _) => python.to_path_buf(),
+        (None, true) => PathBuf::from(crate::sandbox::docker::IMAGE_PYTHON),
+        (None, false) => default_python(root),
+    };
+    Ok((Pytest::with_sandbox(&python, std::sync::Arc::new(sandbox))?, warning))
 }
 
 /// The Python interpreter to use for `root`: its virtualenv when it has one, else `python3`.

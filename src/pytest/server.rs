@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -75,6 +75,7 @@ impl ForkServer {
         root: &Path,
         selectors: &[String],
         startup_timeout: Duration,
+        sandbox: &crate::sandbox::Sandbox,
     ) -> Result<ForkServer, PytestError> {
         let io = |action: &str| {
             let action = action.to_string();
@@ -88,7 +89,9 @@ impl ForkServer {
         std::fs::write(&script, SERVER_SOURCE).map_err(io("write the fork server"))?;
         let (reader, writer) = std::io::pipe().map_err(io("create the reply pipe"))?;
         let writer_fd = writer.as_raw_fd();
-        let mut cmd = Command::new(python);
+        let mut cmd = sandbox
+            .local_command(python, root, &[plugin_dir], &[reports.path()])
+            .ok_or_else(|| PytestError::ServerUnavailable("the fork server cannot run in a container".into()))?;
         cmd.current_dir(root)
             .arg(&script)
             .args(selectors)

@@ -6,7 +6,8 @@ use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabE
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
-use crate::pytest::{default_python, CollectError, Pytest, PytestError, RunSpec, Session};
+use crate::pytest::{CollectError, PytestError, RunSpec, Session};
+use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -30,6 +31,10 @@ pub struct FixOptions {
     pub priors: Priors,
     /// Also ask a trained patcher (a model directory) for candidates.
     pub neural: Option<NeuralOptions>,
+    /// Where every test run happens (baseline, validation, confirmation).
+    pub sandbox: SandboxKind,
+    /// Image and limits for `SandboxKind::Docker`.
+    pub docker: DockerConfig,
 }
 
 /// The seq2seq patcher as a candidate source beside the operators.
@@ -49,6 +54,8 @@ pub enum FixError {
     Pytest(#[from] PytestError),
     #[error(transparent)]
     Lab(#[from] LabError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     #[error("pytest could not collect the tests:\n{}", format_collect_errors(.0))]
     CollectionErrors(Vec<CollectError>),
     #[error("pytest collected no tests{}", tail_hint(.0))]
@@ -135,9 +142,11 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         Some(neural) => Some(crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?),
         None => None,
     };
-    let warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
-    let python = options.python.clone().unwrap_or_else(|| default_python(project.root()));
-    let pytest = Pytest::new(&python)?;
+    let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
+    let (pytest, sandbox_warning) =
+        crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
+    warnings.extend(sandbox_warning);
+    let python = pytest.python().to_path_buf();
 
     on_event(FixEvent::BaselineStarted);
     // The baseline runs in a scratch copy too: tests may write files.

@@ -311,6 +311,12 @@ impl<'a> Worker<'a> {
     ) -> Worker<'a> {
         let engine = match config.engine {
             EngineChoice::Subprocess => Engine::Subprocess,
+            EngineChoice::Fork if pytest.sandbox().is_container() => {
+                on_event(LabEvent::Note(
+                    "the fork engine is disabled under --sandbox docker: one container per pytest session".into(),
+                ));
+                Engine::Subprocess
+            }
             EngineChoice::Fork => {
                 let startup = config.timeouts.startup * 4 + Duration::from_secs(20);
                 match pytest.fork_server(root, config.selectors, startup) {
