@@ -1,5 +1,8 @@
 //! Integration tests of `deepdebug fix` on fixture projects created in temp dirs.
 
+mod common;
+use common::project;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -8,16 +11,6 @@ fn deepdebug() -> Command {
     Command::new(env!("CARGO_BIN_EXE_deepdebug"))
 }
 
-/// A project in a temp dir from (path, content) pairs.
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    dir
-}
 
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(root)

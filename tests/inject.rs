@@ -1,17 +1,11 @@
 //! Integration tests of `deepdebug inject` on fixture repositories created in temp dirs.
 
+mod common;
+use common::project;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    dir
-}
 
 fn inject(repos: &[&Path], out: &Path, extra: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepdebug"));

@@ -1,5 +1,8 @@
 //! Integration tests of the sandboxes: the real Docker engine (image built by `.ci/run`) and bubblewrap.
 
+mod common;
+use common::project;
+
 use deepdebug::process::{Exit, Limits};
 use deepdebug::pytest::server::Request;
 use deepdebug::pytest::{Pytest, RunSpec, TestOutcome};
@@ -27,15 +30,6 @@ fn docker() -> Option<Sandbox> {
     }
 }
 
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    dir
-}
 
 fn python_job<'a>(python: &'a Path, script: &str, source: &'a Path, writable: Vec<&'a Path>, timeout: Duration) -> Job<'a> {
     Job {
