@@ -53,6 +53,11 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     let kept: u64 = kinds.values().map(|k| k["killed"].as_u64().unwrap()).sum();
     assert_eq!(kept as usize, rows.len());
     assert!(String::from_utf8_lossy(&run.stderr).contains("kill rate"));
+    // The Parquet copy holds the same rows (the `parquet` feature is on by default).
+    let parquet = std::fs::read(out.path().join("bugs-shard-00000-of-00001.parquet")).unwrap();
+    assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
+    // The context is the function's skeleton with edit markers.
+    assert!(rows.iter().all(|r| r["context"].as_str().unwrap().contains("# target edit")));
 
     // Same seed, same bugs; a second run over the same output resumes and adds nothing.
     let again = tempfile::tempdir().unwrap();

@@ -289,3 +289,43 @@ fn train_and_sample_commands_work_end_to_end_on_mined_rows() {
         .sum();
     assert_eq!(counts, 3);
 }
+
+#[test]
+fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
+    // A tiny bug-creator that memorizes one bug of `shout` (upper → lower).
+    let fixed = "def shout(s):\n    return s.upper() + '!'\n";
+    let buggy = "def shout(s):\n    return s.lower() + '!'\n";
+    let mut examples: Vec<Example> = (0..16).map(|_| Example { source: focal_source(fixed, None), target: buggy.into() }).collect();
+    examples.extend(dataset(16));
+    let tok = tokenizer(&examples);
+    let cfg = config(&tok).with_task(Task::BugCreate);
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = ModelDir::new(dir.path().join("bugger"));
+    let opts = TrainOptions { eval_fraction: 0.0, ..quick_options(60) };
+    train(&model_dir, &cfg, &tok, &examples, &opts, &Device::Cpu, &mut |_| {}).unwrap();
+
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("text.py"), fixed).unwrap();
+    std::fs::write(project.path().join("test_text.py"), "from text import shout\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n").unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = deepdebug()
+        .args(["inject", "--per-function", "0", "--neural-samples", "4", "--repo"])
+        .arg(project.path())
+        .arg("--out")
+        .arg(out_dir.path())
+        .arg("--model")
+        .arg(&model_dir.path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = std::fs::read_to_string(out_dir.path().join("bugs-shard-00000-of-00001.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = rows.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!rows.is_empty(), "no neural bug was kept");
+    assert!(rows.iter().all(|r| r["kind"] == "neural"), "{rows:#?}");
+    assert!(rows.iter().any(|r| r["buggy_function"].as_str().unwrap().contains("s.lower()")), "{rows:#?}");
+    assert!(rows[0]["context"].as_str().unwrap().contains("# target edit"));
+
+    // A patcher is not a bug-creator.
+    let out = deepdebug().args(["inject", "--repo"]).arg(project.path()).arg("--out").arg(out_dir.path()).arg("--model").arg(project.path()).output().unwrap();
+    assert!(!out.status.success());
+}

@@ -34,6 +34,12 @@ pub struct InjectArgs {
     python: Option<PathBuf>,
     #[arg(long)]
     jobs: Option<usize>,
+    /// A bug-creator model (`deepdebug train --task bug-create`): also plant its sampled bugs.
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// Neural bugs sampled per function (with --model).
+    #[arg(long, default_value_t = 4)]
+    neural_samples: usize,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
 }
@@ -52,6 +58,8 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         repo_timeout: args.timeout,
         engine: EngineChoice::Fork,
+        model: args.model.clone(),
+        neural_samples: args.neural_samples,
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
     };

@@ -10,7 +10,7 @@ use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
 use crate::repair::lab::{EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
-use crate::repair::operators::{mutations_at_line_in, FileScope, Operator};
+use crate::repair::operators::{mutations_at_line_in, FileScope};
 use crate::patch::Patch;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::io::Write;
@@ -32,6 +32,11 @@ pub struct InjectOptions {
     /// Budget per repository.
     pub repo_timeout: Duration,
     pub engine: EngineChoice,
+    /// A bug-creator model directory (`deepdebug train --task bug-create`): its samples are
+    /// planted as `neural` bugs beside the heuristic ones.
+    pub model: Option<PathBuf>,
+    /// Neural bugs sampled per function (with `model`).
+    pub neural_samples: usize,
     /// Sandbox of every test run.
     pub sandbox: crate::sandbox::SandboxKind,
     pub docker: crate::sandbox::DockerConfig,
@@ -49,6 +54,13 @@ pub enum InjectError {
     },
     #[error(transparent)]
     Pytest(#[from] PytestError),
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+    #[error("`{0}` is a {1} model; neural bugs need a bug-create model")]
+    WrongTask(PathBuf, &'static str),
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(#[from] crate::mine::MineError),
 }
 
 /// Progress events.
@@ -87,6 +99,16 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
             file.set_len(checkpoint.rows_bytes).map_err(io("truncate", &rows_path))?;
         }
     }
+    let mut sampler = match &options.model {
+        Some(dir) => {
+            let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(dir))?;
+            if sampler.config().task != crate::model::Task::BugCreate {
+                return Err(InjectError::WrongTask(dir.clone(), sampler.config().task.name()));
+            }
+            Some(sampler)
+        }
+        None => None,
+    };
     let mut repos = options.repos.clone();
     repos.sort();
     repos.dedup();
@@ -98,7 +120,7 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         if checkpoint.repos.iter().any(|r| r.repo == name) {
             continue; // finished before an interruption
         }
-        let (report, rows) = match inject_repo(repo, options, on_event) {
+        let (report, rows) = match inject_repo(repo, options, sampler.as_mut(), on_event) {
             Ok(done) => done,
             Err(RepoError::Skip(reason)) => (RepoReport::skipped(&name, reason), Vec::new()),
             Err(RepoError::Fatal(err)) => return Err(err),
@@ -124,8 +146,19 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         std::fs::rename(&tmp, &checkpoint_path).map_err(io("write", &checkpoint_path))?;
         on_event(InjectEvent::RepoFinished(report));
     }
+    #[cfg(feature = "parquet")]
+    if rows_path.exists() {
+        crate::mine::parquet::write_jsonl_as_parquet(&rows_path, &rows_path.with_extension("parquet"), ROW_COLUMNS)?;
+    }
     Ok(checkpoint.repos)
 }
+
+/// Columns of the Parquet copy of the rows (nested fields as JSON text).
+#[cfg(feature = "parquet")]
+const ROW_COLUMNS: &[&str] = &[
+    "format_version", "repo", "path", "function", "class", "kind", "line", "description", "buggy_function",
+    "fixed_function", "context", "outcome", "failing_tests", "error_type", "error_message", "trace", "seed",
+];
 
 /// `checkpoint-SHARD.json`: finished repositories and the rows file's length after them.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -154,7 +187,8 @@ struct Mutant {
     file: String,
     function: String,
     class: Option<String>,
-    operator: Operator,
+    /// An operator name, or `neural`.
+    kind: &'static str,
     line: usize,
     description: String,
     text: String,
@@ -162,11 +196,14 @@ struct Mutant {
     tests: Vec<String>,
     focus: Option<crate::repair::candidate::Focus>,
     fn_range: std::ops::Range<usize>,
+    /// The function's code skeleton (priority-filled context, `# target edit` markers).
+    skeleton: String,
 }
 
 fn inject_repo(
     repo: &Path,
     options: &InjectOptions,
+    sampler: Option<&mut crate::model::Sampler>,
     on_event: &(dyn Fn(InjectEvent) + Sync),
 ) -> Result<(RepoReport, Vec<BugRow>), RepoError> {
     let started = Instant::now();
@@ -204,7 +241,7 @@ fn inject_repo(
     if passing.is_empty() {
         return Err(RepoError::Skip("no passing tests".into()));
     }
-    let mutants = plan(&project, &baseline, &passing, options);
+    let mutants = plan(&project, &baseline, &passing, options, sampler).map_err(|e| RepoError::Fatal(e.into()))?;
     on_event(InjectEvent::RepoStarted { repo: name.clone(), mutants: mutants.len() });
     let config = LabConfig {
         root: project.root(),
@@ -224,7 +261,7 @@ fn inject_repo(
     let mut rows = Vec::new();
     for (mutant, session) in mutants.iter().zip(&results) {
         let Some(session) = session else { continue };
-        let stats = by_kind.entry(mutant.operator.name().to_string()).or_default();
+        let stats = by_kind.entry(mutant.kind.to_string()).or_default();
         stats.tried += 1;
         let failing: Vec<&crate::pytest::TestResult> = session.failing().collect();
         let timed_out = session.exit.is_timeout() || failing.iter().any(|t| t.outcome == TestOutcome::Timeout);
@@ -268,18 +305,24 @@ fn mutant_view<'a>(mutant: &'a Mutant, project: &'a Project) -> row::MutantView<
         path: &mutant.file,
         function: &mutant.function,
         class: mutant.class.as_deref(),
-        kind: mutant.operator.name(),
+        kind: mutant.kind,
         line: mutant.line,
         description: &mutant.description,
         buggy_function,
         fixed_function,
-        context: row::context(original, mutant.fn_range.clone()),
+        context: mutant.skeleton.clone(),
     }
 }
 
 /// Choose up to `per_function` mutants for every covered function, round-robin over operators
 /// in a seeded order.
-fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, options: &InjectOptions) -> Vec<Mutant> {
+fn plan(
+    project: &Project,
+    baseline: &Session,
+    passing: &BTreeSet<String>,
+    options: &InjectOptions,
+    mut sampler: Option<&mut crate::model::Sampler>,
+) -> Result<Vec<Mutant>, crate::model::ModelError> {
     let mut out = Vec::new();
     for file in project.repair_targets() {
         let scope = FileScope::of(&file.parsed);
@@ -314,7 +357,14 @@ fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, optio
             if nested {
                 continue;
             }
-            let mut by_operator: BTreeMap<Operator, Vec<Mutant>> = BTreeMap::new();
+            let skeleton = match sampler.as_deref() {
+                Some(s) => {
+                    let tokenizer = s.tokenizer().clone();
+                    crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &|t: &str| tokenizer.count(t)).text
+                }
+                None => crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &crate::skeleton::approximate_count).text,
+            };
+            let mut by_operator: BTreeMap<&'static str, Vec<Mutant>> = BTreeMap::new();
             let mut seen = HashSet::new();
             for &line in &covered_lines {
                 for m in mutations_at_line_in(&file.parsed, &scope, line) {
@@ -327,11 +377,12 @@ fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, optio
                     if !reparsed.is_valid() || !seen.insert(patched.clone()) {
                         continue;
                     }
-                    by_operator.entry(m.operator).or_default().push(Mutant {
+                    by_operator.entry(m.operator.name()).or_default().push(Mutant {
+                        skeleton: skeleton.clone(),
                         file: file.rel.clone(),
                         function: def.qualname.clone(),
                         class: def.class.clone(),
-                        operator: m.operator,
+                        kind: m.operator.name(),
                         line,
                         description: m.description,
                         focus: focus(&patch, &file.parsed, &reparsed),
@@ -341,6 +392,10 @@ fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, optio
                         fn_range: def.byte_range.clone(),
                     });
                 }
+            }
+            // Every distinct neural bug is tried, on top of the heuristic ones.
+            if let Some(sampler) = sampler.as_deref_mut() {
+                out.extend(neural_mutants(sampler, file, &def, &skeleton, &tests, &mut seen, options)?);
             }
             let mut rng = SplitMix(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
             let mut queues: Vec<VecDeque<Mutant>> = by_operator
@@ -352,9 +407,10 @@ fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, optio
                 .collect();
             rng.shuffle(&mut queues);
             let mut taken = 0;
-            while taken < options.per_function && queues.iter().any(|q| !q.is_empty()) {
+            let budget = options.per_function;
+            while taken < budget && queues.iter().any(|q| !q.is_empty()) {
                 for q in &mut queues {
-                    if taken >= options.per_function {
+                    if taken >= budget {
                         break;
                     }
                     if let Some(m) = q.pop_front() {
@@ -365,7 +421,65 @@ fn plan(project: &Project, baseline: &Session, passing: &BTreeSet<String>, optio
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// Token budget of the skeleton recorded with each bug (and fed to the bug-creator).
+const SKELETON_BUDGET: usize = 1024;
+
+/// Bugs sampled from the bug-creator model for one function: re-indented, turned into a
+/// minimal edit inside the function, re-parsed and deduplicated.
+fn neural_mutants(
+    sampler: &mut crate::model::Sampler,
+    file: &crate::project::SourceFile,
+    def: &crate::python::FunctionDef,
+    skeleton: &str,
+    tests: &[String],
+    seen: &mut HashSet<String>,
+    options: &InjectOptions,
+) -> Result<Vec<Mutant>, crate::model::ModelError> {
+    let text = file.parsed.text();
+    let sample_options = crate::model::SampleOptions {
+        n: options.neural_samples,
+        temperature: 0.8,
+        top_p: 0.95,
+        max_len: sampler.config().max_target_len,
+        seed: options.seed ^ hash(&def.qualname),
+    };
+    let run = sampler.sample(skeleton, &sample_options)?;
+    let line_start = text[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
+    let old = &text[line_start..def.byte_range.end];
+    let mut out = Vec::new();
+    for sample in run.samples {
+        let new = crate::repair::candidate::reindent(&sample.text, old);
+        let new = new.trim_end_matches('\n');
+        if new.trim().is_empty() || new == old {
+            continue;
+        }
+        let edit = crate::repair::candidate::minimal_edit(old, new, line_start);
+        let line = text[..edit.range.start].matches('\n').count() + 1;
+        let patch = Patch::single(file.rel.clone(), edit);
+        let patched = patch.apply(text);
+        let reparsed = Parsed::new(patched.as_str());
+        if !reparsed.is_valid() || !seen.insert(patched.clone()) {
+            continue;
+        }
+        out.push(Mutant {
+            file: file.rel.clone(),
+            function: def.qualname.clone(),
+            class: def.class.clone(),
+            kind: "neural",
+            line,
+            description: format!("bug-creator sample ({} of {})", sample.count, options.neural_samples),
+            focus: focus(&patch, &file.parsed, &reparsed),
+            text: patched,
+            patch,
+            tests: tests.to_vec(),
+            fn_range: def.byte_range.clone(),
+            skeleton: skeleton.to_string(),
+        });
+    }
+    Ok(out)
 }
 
 /// Run every mutant's covering tests in parallel workers; `None` for mutants not run before the deadline.

@@ -3,7 +3,6 @@
 use crate::pytest::{Session, TestOutcome};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const INJECT_FORMAT_VERSION: u32 = 1;
@@ -23,7 +22,8 @@ pub struct BugRow {
     pub description: String,
     pub buggy_function: String,
     pub fixed_function: String,
-    /// Imports, module constants and the enclosing class header around the function.
+    /// The function's code skeleton: `# target edit` / `# end` around the (fixed) function,
+    /// then class, imports, signatures, docstrings and bodies in priority order, in 1024 tokens.
     pub context: String,
     /// `failed` or `timeout`.
     pub outcome: String,
@@ -141,49 +141,5 @@ impl BugRow {
                 .unwrap_or_default(),
             seed,
         }
-    }
-}
-
-/// Module-level context of the function at `range`: import lines, module constants and the
-/// header line of its class, in file order.
-pub(crate) fn context(text: &str, range: Range<usize>) -> String {
-    let fn_start_line = text[..range.start].matches('\n').count();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut class_header = None;
-    for (i, line) in lines.iter().enumerate().take(fn_start_line) {
-        let top_level = !line.starts_with([' ', '\t']);
-        let trimmed = line.trim_start();
-        if top_level && (trimmed.starts_with("import ") || trimmed.starts_with("from ")) {
-            out.push((i, (*line).to_string()));
-        } else if top_level && trimmed.starts_with("class ") {
-            class_header = Some((i, (*line).to_string()));
-        } else if top_level && !trimmed.is_empty() && trimmed.contains('=') && !trimmed.starts_with(['#', '@']) && !trimmed.starts_with("def ") {
-            if trimmed.split('=').next().is_some_and(|n| n.trim().chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())) {
-                out.push((i, (*line).to_string()));
-            }
-        } else if top_level && (trimmed.starts_with("def ") || trimmed.starts_with("async def ")) {
-            class_header = None;
-        }
-    }
-    if lines.get(fn_start_line).is_some_and(|l| l.starts_with([' ', '\t'])) {
-        if let Some(header) = class_header {
-            out.push(header);
-        }
-    }
-    out.sort();
-    out.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::context;
-
-    #[test]
-    fn context_keeps_imports_constants_and_the_class_header() {
-        let text = "import os\nfrom x import y\nLIMIT = 3\nhelper = 2\n\ndef other():\n    pass\n\nclass Box:\n    size = 1\n\n    def grow(self):\n        return self.size + LIMIT\n";
-        let start = text.find("    def grow").unwrap();
-        let ctx = context(text, start..text.len());
-        assert_eq!(ctx, "import os\nfrom x import y\nLIMIT = 3\nclass Box:");
     }
 }

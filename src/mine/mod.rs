@@ -7,7 +7,7 @@ mod extract;
 mod git;
 mod output;
 #[cfg(feature = "parquet")]
-mod parquet;
+pub mod parquet;
 mod progress;
 mod report;
 mod run;

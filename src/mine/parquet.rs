@@ -118,3 +118,57 @@ fn write_group<W: std::io::Write + Send>(
     group.close()?;
     Ok(())
 }
+
+/// Convert any JSONL file into Parquet with one optional UTF-8 column per name in `columns`:
+/// strings are stored as they are, other JSON values (numbers, lists, objects) as JSON text,
+/// and missing or null fields as nulls. Used for dataset files other than mined pairs.
+///
+/// # Errors
+/// When the JSONL cannot be read or parsed, or the Parquet file cannot be written.
+pub fn write_jsonl_as_parquet(jsonl: &Path, parquet: &Path, columns: &[&str]) -> Result<u64, MineError> {
+    let mut schema = String::from("message row {\n");
+    for name in columns {
+        schema.push_str(&format!("    optional binary {name} (UTF8);\n"));
+    }
+    schema.push('}');
+    let schema = Arc::new(parse_message_type(&schema).map_err(pq_err(parquet))?);
+    let props = Arc::new(WriterProperties::builder().build());
+    let tmp = parquet.with_extension("parquet.tmp");
+    let file = File::create(&tmp).map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    let mut writer = SerializedFileWriter::new(BufWriter::new(file), schema, props).map_err(pq_err(parquet))?;
+    let text = std::fs::read_to_string(jsonl).map_err(|source| MineError::Io { path: jsonl.to_path_buf(), source })?;
+    let mut rows = 0_u64;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    for chunk in lines.chunks(ROW_GROUP_ROWS) {
+        let values: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|l| serde_json::from_str(l))
+            .collect::<Result<_, _>>()
+            .map_err(|e| MineError::Parquet { path: jsonl.to_path_buf(), message: e.to_string() })?;
+        let mut group = writer.next_row_group().map_err(pq_err(parquet))?;
+        let mut column = 0;
+        while let Some(mut col) = group.next_column().map_err(pq_err(parquet))? {
+            let name = columns[column];
+            let cells: Vec<Option<String>> = values
+                .iter()
+                .map(|v| match v.get(name) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(s)) => Some(s.clone()),
+                    Some(other) => Some(other.to_string()),
+                })
+                .collect();
+            let data: Vec<ByteArray> = cells.iter().flatten().map(|s| ByteArray::from(s.as_bytes().to_vec())).collect();
+            let def: Vec<i16> = cells.iter().map(|c| i16::from(c.is_some())).collect();
+            col.typed::<ByteArrayType>().write_batch(&data, Some(&def), None).map_err(pq_err(parquet))?;
+            col.close().map_err(pq_err(parquet))?;
+            column += 1;
+        }
+        group.close().map_err(pq_err(parquet))?;
+        rows += values.len() as u64;
+    }
+    let file = writer.into_inner().map_err(pq_err(parquet))?;
+    let file = file.into_inner().map_err(|e| MineError::Io { path: tmp.clone(), source: e.into_error() })?;
+    file.sync_all().map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, parquet).map_err(|source| MineError::Io { path: parquet.to_path_buf(), source })?;
+    Ok(rows)
+}

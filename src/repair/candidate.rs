@@ -187,7 +187,7 @@ impl Default for NeuralLimits {
 const NEURAL_PRIOR: f64 = 0.7;
 
 /// `new` re-indented so its first line has the indentation of `old`'s first line.
-fn reindent(new: &str, old: &str) -> String {
+pub(crate) fn reindent(new: &str, old: &str) -> String {
     let indent_of = |s: &str| {
         let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         first[..first.len() - first.trim_start().len()].to_string()
@@ -208,7 +208,7 @@ fn reindent(new: &str, old: &str) -> String {
 }
 
 /// The smallest replacement turning `old` (at `offset` in the file) into `new`.
-fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
+pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
     let prefix = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
     let prefix = (0..=prefix).rev().find(|&p| old.is_char_boundary(p) && new.is_char_boundary(p)).unwrap_or(0);
     let max_suffix = (old.len() - prefix).min(new.len() - prefix);
