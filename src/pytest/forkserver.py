@@ -197,6 +197,11 @@ def main():
         why = "collection in the server failed: %s" % type(exc).__name__
         session = None
     project_modules()  # warm the realpath cache before forking
+    # Move everything allocated so far out of the collector's reach: children then do not
+    # touch (and copy) the parent's pages when the garbage collector runs.
+    import gc
+    gc.collect()
+    gc.freeze()
     reply({
         "kind": "ready",
         "mode": "warm" if session is not None else "cold",
