@@ -127,30 +127,18 @@ pub fn generate(
     let mut scopes: HashMap<String, FileScope> = HashMap::new();
     for susp in localization.lines.iter().take(limits.max_lines) {
         let Some(file) = project.file(&susp.file) else { continue };
-        let original = file.parsed.text();
         let scope = scopes
             .entry(file.rel.clone())
             .or_insert_with(|| FileScope::of(&file.parsed));
         for mutation in mutations_at_line_in(&file.parsed, scope, susp.line) {
             stats.proposed += 1;
             let edit_size = mutation.edit.range.len() + mutation.edit.content.len();
-            let patch = Patch::single(file.rel.clone(), mutation.edit);
-            let patched_text = patch.apply(original);
-            let reparsed = Parsed::new(patched_text.as_str());
-            if !reparsed.is_valid() {
-                stats.unparseable += 1;
-                continue;
-            }
-            if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
-                stats.duplicates += 1;
-                continue;
-            }
-            let focus = focus(&patch, &file.parsed, &reparsed);
+            let Some(checked) = check(file, mutation.edit, &mut seen, &mut stats) else { continue };
             out.push(Candidate {
                 id: 0,
-                focus,
-                patch,
-                patched_text,
+                focus: checked.focus,
+                patch: checked.patch,
+                patched_text: checked.patched_text,
                 source: Source::Operator(mutation.operator),
                 line: susp.line,
                 description: mutation.description,
@@ -270,23 +258,13 @@ pub fn generate_neural(
             }
             let edit = minimal_edit(old, &new, line_start);
             let edit_size = edit.range.len() + edit.content.len();
-            let patch = Patch::single(file.rel.clone(), edit);
-            let patched_text = patch.apply(original);
-            let reparsed = Parsed::new(patched_text.as_str());
-            if !reparsed.is_valid() {
-                stats.unparseable += 1;
-                continue;
-            }
-            if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
-                stats.duplicates += 1;
-                continue;
-            }
+            let Some(checked) = check(file, edit, &mut seen, &mut stats) else { continue };
             let share = sample.count as f64 / options.n.max(1) as f64;
             out.push(Candidate {
                 id: 0,
-                focus: focus(&patch, &file.parsed, &reparsed),
-                patch,
-                patched_text,
+                focus: checked.focus,
+                patch: checked.patch,
+                patched_text: checked.patched_text,
                 source: Source::Neural,
                 line: def.start_line,
                 description: format!("neural rewrite of {} ({} of {} samples)", def.qualname, sample.count, options.n),
@@ -381,6 +359,36 @@ pub fn pairs(
         c.id = next_id + i;
     }
     out
+}
+
+/// An edit that survived [`check`].
+struct Checked {
+    patch: Patch,
+    patched_text: String,
+    focus: Option<Focus>,
+}
+
+/// Apply `edit` to `file`, drop it (counting why) when the result does not parse or is a
+/// duplicate of an earlier candidate, and compute its [`Focus`].
+fn check(
+    file: &crate::project::SourceFile,
+    edit: crate::patch::Edit,
+    seen: &mut HashSet<(String, String)>,
+    stats: &mut GenerateStats,
+) -> Option<Checked> {
+    let patch = Patch::single(file.rel.clone(), edit);
+    let patched_text = patch.apply(file.parsed.text());
+    let reparsed = Parsed::new(patched_text.as_str());
+    if !reparsed.is_valid() {
+        stats.unparseable += 1;
+        return None;
+    }
+    if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
+        stats.duplicates += 1;
+        return None;
+    }
+    let focus = focus(&patch, &file.parsed, &reparsed);
+    Some(Checked { patch, patched_text, focus })
 }
 
 /// Code with whitespace runs collapsed, so formatting-only differences dedupe.
