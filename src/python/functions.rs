@@ -47,14 +47,7 @@ fn walk(
 ) {
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
-        let (def, outer) = if child.kind() == "decorated_definition" {
-            match child.child_by_field_name("definition") {
-                Some(def) => (def, child),
-                None => continue,
-            }
-        } else {
-            (child, child)
-        };
+        let Some((def, outer)) = super::unwrap_decorated(child) else { continue };
         match def.kind() {
             "function_definition" => {
                 let Some(name_node) = def.child_by_field_name("name") else { continue };

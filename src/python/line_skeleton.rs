@@ -4,18 +4,7 @@
 //! and output format, but multi-line signatures keep only their first line and lines inside
 //! triple-quoted strings are skipped by a simple quote count.
 
-/// Longest line kept for a single global or class attribute.
-const MAX_LINE_CHARS: usize = 160;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Priority {
-    Focal,
-    FocalClass,
-    Import,
-    FocalClassMember,
-    Signature,
-    Global,
-}
+use super::skeleton_context::{Priority, MAX_LINE_CHARS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -20,6 +20,17 @@ pub struct Parsed {
     tree: Tree,
 }
 
+/// For a statement of a block: the definition it holds and the node spanning it with its
+/// decorators (`(node, node)` for undecorated statements); `None` for a malformed decoration.
+#[must_use]
+pub fn unwrap_decorated(node: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    if node.kind() == "decorated_definition" {
+        node.child_by_field_name("definition").map(|def| (def, node))
+    } else {
+        Some((node, node))
+    }
+}
+
 /// A syntax error found by the parser, 1-based line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {

@@ -103,14 +103,7 @@ fn walk(parsed: &Parsed, node: Node<'_>, class: Option<usize>, out: &mut Outline
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
     for child in children {
-        let (def, outer) = if child.kind() == "decorated_definition" {
-            match child.child_by_field_name("definition") {
-                Some(def) => (def, child),
-                None => continue,
-            }
-        } else {
-            (child, child)
-        };
+        let Some((def, outer)) = super::unwrap_decorated(child) else { continue };
         match def.kind() {
             "import_statement" | "import_from_statement" | "future_import_statement" if class.is_none() => {
                 out.imports.push(span(def));

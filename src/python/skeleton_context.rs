@@ -8,10 +8,11 @@ use super::{FunctionDef, Parsed};
 use tree_sitter::Node;
 
 /// Longest line kept for a single global or class attribute.
-const MAX_LINE_CHARS: usize = 160;
+pub(super) const MAX_LINE_CHARS: usize = 160;
 
+/// What a skeleton line is, in the order lines are kept (shared with `line_skeleton`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Priority {
+pub(super) enum Priority {
     Focal,
     FocalClass,
     Import,
