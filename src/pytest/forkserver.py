@@ -1,22 +1,30 @@
 """deepdebug fork server: pays Python and pytest start-up (and test collection) once, then forks
 a fresh child per request so that each candidate patch runs in isolation.
 
-Protocol: JSON lines. stdin receives requests, fd 3 (inherited) receives replies; the test
-output of children goes to /dev/null. Started with the pytest arguments as argv[1:], in the
-project's scratch directory, with DEEPDEBUG_ROOT set and the deepdebug plugin importable.
+Protocol: JSON lines. stdin receives requests, the fd named by DEEPDEBUG_PROTO_FD (default 3,
+inherited; 1 in a container, whose stdout is attached) receives replies; the test output of
+children goes to /dev/null. Started with the pytest arguments as argv[1:], in the project's
+scratch directory, with DEEPDEBUG_ROOT set and the deepdebug plugin importable.
 
 Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool, "timeout": s, "cpu": s,
-           "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
+           "deadline": s (0: none), "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
 Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
           {"kind": "started", "id": n, "pid": pid}
-          {"kind": "done", "id": n, "status": waitstatus, "path": "warm" | "cold"}
+          {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
+
+The server enforces each request's deadline itself: at expiry the child's process group is
+killed (SIGKILL), and after every child its group is killed again to remove stray grandchildren.
 """
 import json
 import os
+import select
+import signal
 import sys
 import threading
+import time
 
-_PROTO = os.fdopen(3, "w", buffering=1)
+# Duplicated before fds 1 and 2 are pointed at /dev/null (the protocol fd may be fd 1).
+_PROTO = os.fdopen(os.dup(int(os.environ.get("DEEPDEBUG_PROTO_FD") or 3)), "w", buffering=1)
 _REQUESTS = os.fdopen(os.dup(0), "r")  # pytest's capturing later replaces fd 0
 sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
 _LOG = os.environ.get("DEEPDEBUG_SERVER_LOG") or os.devnull  # for debugging the server
@@ -182,6 +190,68 @@ def child(request, session, items):
         os._exit(0)
 
 
+def kill_group(pid, unreaped):
+    """SIGKILL the child's process group. With `unreaped` (the pid cannot have been reused
+    yet) the child alone is killed when it has no group of its own yet."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        if unreaped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    except PermissionError:
+        pass
+
+
+def reaped(pid):
+    """The child's wait status if it has ended (reaping it), else None."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    return status if done == pid else None
+
+
+def wait_child(pid, deadline):
+    """Wait for the child; kill its group at `deadline` seconds (0: never). (status, timed_out)."""
+    if deadline <= 0:
+        return os.waitpid(pid, 0)[1], False
+    end = time.monotonic() + deadline
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # an old kernel, or seccomp refusing the call
+            pidfd = None
+    try:
+        while True:
+            status = reaped(pid)
+            if status is not None:
+                return status, False
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            if pidfd is not None:
+                select.select([pidfd], [], [], left)
+            else:
+                time.sleep(min(left, 0.005))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    kill_group(pid, unreaped=True)
+    return os.waitpid(pid, 0)[1], True
+
+
+def reap_orphans():
+    """Reap grandchildren re-parented to the server (it is pid 1 in a container)."""
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done == 0:
+            return
+
+
 def main():
     session, items, why = None, [], ""
     if not hasattr(os, "fork"):
@@ -221,9 +291,15 @@ def main():
                 child(request, session, items)
             finally:
                 os._exit(70)
+        try:
+            os.setpgid(pid, pid)  # the child does it too; whoever runs first makes the group
+        except OSError:
+            pass
         reply({"kind": "started", "id": request["id"], "pid": pid})
-        _, status = os.waitpid(pid, 0)
-        reply({"kind": "done", "id": request["id"], "status": status})
+        status, timed_out = wait_child(pid, request.get("deadline") or 0)
+        kill_group(pid, unreaped=False)  # stray grandchildren
+        reap_orphans()
+        reply({"kind": "done", "id": request["id"], "status": status, "timed_out": timed_out})
 
 
 main()

@@ -267,7 +267,8 @@ impl Pytest {
         &self.python
     }
 
-    /// Start a fork server for the project copy at `root` (see [`server::ForkServer`]).
+    /// Start a fork server for the project copy at `root` (see [`server::ForkServer`]): a
+    /// local process, or one long-lived container under Docker.
     ///
     /// # Errors
     /// When the server cannot start or become ready; run sessions with [`Pytest::run`] instead.
@@ -277,11 +278,6 @@ impl Pytest {
         selectors: &[String],
         startup_timeout: Duration,
     ) -> Result<server::ForkServer, PytestError> {
-        if self.sandbox.is_container() {
-            return Err(PytestError::ServerUnavailable(
-                "the fork engine is disabled under --sandbox docker (one container per pytest session)".into(),
-            ));
-        }
         server::ForkServer::start(&self.python, self.plugin_dir.path(), root, selectors, startup_timeout, &self.sandbox)
     }
 

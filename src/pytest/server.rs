@@ -1,8 +1,11 @@
-//! The fast validation engine: a persistent pytest fork server per scratch copy.
+//! The fast validation engine: a persistent pytest fork server per scratch copy (local or in one container).
 
 use super::{PytestError, Session};
 use crate::process::{kill_group, read_lossy, Exit, Limits};
+use crate::sandbox::docker::{AttachedContainer, DockerSandbox};
+use crate::sandbox::Job;
 use serde::Deserialize;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -50,23 +53,71 @@ pub struct Request<'a> {
 enum Reply {
     Ready { mode: String, tests: Vec<String>, why: String },
     Started { id: u64, pid: i32 },
-    Done { id: u64, status: i32 },
+    Done {
+        id: u64,
+        status: i32,
+        /// The server killed the child at the request's deadline.
+        #[serde(default)]
+        timed_out: bool,
+    },
+}
+
+/// How long past a request's deadline the host waits before it stops the child itself (the
+/// server enforces the deadline; this only catches a server that stopped answering).
+const BACKSTOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How requests reach the server and its replies come back.
+enum Transport {
+    /// A child process of ours (maybe inside bubblewrap): the pids in its replies are host
+    /// pids, so the host can kill a child's process group itself.
+    Local { child: Child, stdin: ChildStdin },
+    /// A container attached to our pipes. The pids in its replies belong to the container's
+    /// pid namespace: never signal them from the host (they may name unrelated processes
+    /// here). The only backstop is removing the whole container.
+    Container(AttachedContainer),
+}
+
+impl Transport {
+    fn send(&mut self, line: &str) -> std::io::Result<()> {
+        match self {
+            Transport::Local { stdin, .. } => writeln!(stdin, "{line}").and_then(|()| stdin.flush()),
+            Transport::Container(container) => container.write_line(line),
+        }
+    }
+
+    /// Why the server is gone, with what it said on stderr when we have it.
+    fn exited(&self) -> String {
+        match self {
+            Transport::Local { .. } => "the fork server exited".into(),
+            Transport::Container(container) => match container.stderr_tail().trim() {
+                "" => "the fork server's container exited".into(),
+                tail => format!("the fork server's container exited: {}", tail.lines().last().unwrap_or(tail)),
+            },
+        }
+    }
 }
 
 /// A running fork server rooted at one scratch copy of the project.
 pub struct ForkServer {
-    child: Child,
-    stdin: ChildStdin,
+    transport: Transport,
     replies: Receiver<String>,
     reports: tempfile::TempDir,
     mode: ServerMode,
     why: String,
     tests: Vec<String>,
     next_id: u64,
+    /// Set when the server can no longer be used (its container was removed by the backstop).
+    gone: Option<String>,
+}
+
+fn io_err(action: &str) -> impl FnOnce(std::io::Error) -> PytestError {
+    let action = action.to_string();
+    move |source| PytestError::Io { action, source }
 }
 
 impl ForkServer {
-    /// Start a server in `root` (a scratch copy) and wait until it has collected the suite.
+    /// Start a server in `root` (a scratch copy) and wait until it has collected the suite:
+    /// a local child process, or under Docker one long-lived container (removed on drop).
     ///
     /// # Errors
     /// When the server cannot start, dies, or does not become ready within `startup_timeout`;
@@ -79,64 +130,25 @@ impl ForkServer {
         startup_timeout: Duration,
         sandbox: &crate::sandbox::Sandbox,
     ) -> Result<ForkServer, PytestError> {
-        let io = |action: &str| {
-            let action = action.to_string();
-            move |source| PytestError::Io { action, source }
-        };
         let reports = tempfile::Builder::new()
             .prefix("deepdebug-server-")
             .tempdir()
-            .map_err(io("create the fork server's directory"))?;
+            .map_err(io_err("create the fork server's directory"))?;
         let script = reports.path().join("deepdebug_forkserver.py");
-        std::fs::write(&script, SERVER_SOURCE).map_err(io("write the fork server"))?;
-        let (reader, writer) = std::io::pipe().map_err(io("create the reply pipe"))?;
-        let writer_fd = writer.as_raw_fd();
-        let mut cmd = sandbox
-            .local_command(python, root, &[plugin_dir], &[reports.path()])
-            .ok_or_else(|| PytestError::ServerUnavailable("the fork server cannot run in a container".into()))?;
-        cmd.current_dir(root)
-            .arg(&script)
-            .args(selectors)
-            .env("PYTHONPATH", super::pythonpath(plugin_dir))
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("PYTHONHASHSEED", "0")
-            .env("DEEPDEBUG_ROOT", root)
-            .env("DEEPDEBUG_COVERAGE", "0")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let limits = Limits::default();
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setpgid(0, 0) != 0 || libc::dup2(writer_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                crate::process::apply_limits(limits);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(io("start the fork server"))?;
-        drop(writer);
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let (tx, replies) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(reader).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        std::fs::write(&script, SERVER_SOURCE).map_err(io_err("write the fork server"))?;
+        let (transport, replies) = match sandbox.docker() {
+            Some(docker) => start_container(docker, python, plugin_dir, root, selectors, &script, reports.path())?,
+            None => start_local(python, plugin_dir, root, selectors, &script, reports.path(), sandbox)?,
+        };
         let mut server = ForkServer {
-            child,
-            stdin,
+            transport,
             replies,
             reports,
             mode: ServerMode::Cold,
             why: String::new(),
             tests: Vec::new(),
             next_id: 0,
+            gone: None,
         };
         match server.reply(startup_timeout)? {
             Some(Reply::Ready { mode, tests, why }) => {
@@ -170,23 +182,32 @@ impl ForkServer {
         &self.tests
     }
 
+    /// Whether the server runs in a container.
+    #[must_use]
+    pub fn in_container(&self) -> bool {
+        matches!(self.transport, Transport::Container(_))
+    }
+
     fn reply(&self, timeout: Duration) -> Result<Option<Reply>, PytestError> {
         match self.replies.recv_timeout(timeout) {
             Ok(line) => serde_json::from_str(&line)
                 .map(Some)
                 .map_err(|e| PytestError::ServerUnavailable(format!("bad reply from the fork server: {e}"))),
             Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(PytestError::ServerUnavailable("the fork server exited".into()))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(PytestError::ServerUnavailable(self.transport.exited())),
         }
     }
 
-    /// Run one request in a fresh child; the child's process group is killed at the timeout.
+    /// Run one request in a fresh child. The server kills the child's process group at the
+    /// session timeout; should it not answer shortly after, the host kills the child's group
+    /// (local server) or removes the container (the server is gone then).
     ///
     /// # Errors
     /// When the server died or stopped answering.
     pub fn run(&mut self, request: &Request<'_>) -> Result<Session, PytestError> {
+        if let Some(why) = &self.gone {
+            return Err(PytestError::ServerUnavailable(why.clone()));
+        }
         self.next_id += 1;
         let id = self.next_id;
         let report: PathBuf = self.reports.path().join(format!("report-{id}.jsonl"));
@@ -197,30 +218,43 @@ impl ForkServer {
             "exit_first": request.exit_first,
             "timeout": request.per_test_timeout.as_secs_f64(),
             "cpu": request.per_test_cpu.as_secs_f64(),
+            "deadline": request.session_timeout.as_secs_f64(),
             "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions})),
         });
         let start = Instant::now();
-        writeln!(self.stdin, "{message}")
-            .and_then(|()| self.stdin.flush())
+        self.transport
+            .send(&message.to_string())
             .map_err(|_| PytestError::ServerUnavailable("the fork server closed its input".into()))?;
         let pid = match self.reply(Duration::from_secs(30))? {
             Some(Reply::Started { id: got, pid }) if got == id => pid,
             _ => return Err(PytestError::ServerUnavailable("the fork server did not start a child".into())),
         };
-        let mut timed_out = false;
-        let status = loop {
-            let left = request.session_timeout.saturating_sub(start.elapsed());
-            match self.reply(if timed_out { Duration::from_secs(10) } else { left })? {
-                Some(Reply::Done { id: got, status }) if got == id => break status,
+        let backstop = request.session_timeout + BACKSTOP_GRACE;
+        let mut killed = false;
+        let (status, timed_out) = loop {
+            let left = backstop.saturating_sub(start.elapsed());
+            match self.reply(if killed { Duration::from_secs(10) } else { left })? {
+                Some(Reply::Done { id: got, status, timed_out }) if got == id => break (status, timed_out || killed),
                 Some(_) => {}
-                None if !timed_out => {
-                    kill_group(pid, libc::SIGKILL);
-                    timed_out = true;
-                }
+                None if !killed => match &mut self.transport {
+                    Transport::Local { .. } => {
+                        kill_group(pid, libc::SIGKILL);
+                        killed = true;
+                    }
+                    Transport::Container(container) => {
+                        let _ = container.remove();
+                        self.gone = Some("the fork server ignored a deadline; its container was removed".into());
+                        let _ = std::fs::remove_file(&report);
+                        return Ok(Session::empty(Exit::Timeout, start.elapsed()));
+                    }
+                },
                 None => return Err(PytestError::ServerUnavailable("a killed child was not reaped".into())),
             }
         };
-        kill_group(pid, libc::SIGKILL);
+        if let Transport::Local { .. } = self.transport {
+            // The server did this too; a host pid, so the host may do it as well.
+            kill_group(pid, libc::SIGKILL);
+        }
         let exit = if timed_out {
             Exit::Timeout
         } else if libc::WIFEXITED(status) {
@@ -238,11 +272,107 @@ impl ForkServer {
     }
 }
 
+/// The environment of a fork server (`proto_fd`: where its replies go).
+fn server_env(plugin_dir: &Path, root: &Path, proto_fd: u8) -> Vec<(String, OsString)> {
+    vec![
+        ("PYTHONPATH".into(), super::pythonpath(plugin_dir)),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+        ("PYTHONHASHSEED".into(), "0".into()),
+        ("DEEPDEBUG_ROOT".into(), root.as_os_str().to_owned()),
+        ("DEEPDEBUG_COVERAGE".into(), "0".into()),
+        ("DEEPDEBUG_PROTO_FD".into(), proto_fd.to_string().into()),
+    ]
+}
+
+/// The server as a local child process, replies on its fd 3.
+fn start_local(
+    python: &Path,
+    plugin_dir: &Path,
+    root: &Path,
+    selectors: &[String],
+    script: &Path,
+    reports: &Path,
+    sandbox: &crate::sandbox::Sandbox,
+) -> Result<(Transport, Receiver<String>), PytestError> {
+    let (reader, writer) = std::io::pipe().map_err(io_err("create the reply pipe"))?;
+    let writer_fd = writer.as_raw_fd();
+    let mut cmd = sandbox
+        .local_command(python, root, &[plugin_dir], &[reports])
+        .ok_or_else(|| PytestError::ServerUnavailable("the sandbox cannot run a local fork server".into()))?;
+    cmd.current_dir(root)
+        .arg(script)
+        .args(selectors)
+        .envs(server_env(plugin_dir, root, 3))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let limits = Limits::default();
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 || libc::dup2(writer_fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            crate::process::apply_limits(limits);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(io_err("start the fork server"))?;
+    drop(writer);
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let (tx, replies) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((Transport::Local { child, stdin }, replies))
+}
+
+/// The server in one long-lived container (the image's interpreter), replies on its stdout.
+fn start_container(
+    docker: &std::sync::Arc<DockerSandbox>,
+    python: &Path,
+    plugin_dir: &Path,
+    root: &Path,
+    selectors: &[String],
+    script: &Path,
+    reports: &Path,
+) -> Result<(Transport, Receiver<String>), PytestError> {
+    let mut args: Vec<OsString> = vec![script.as_os_str().to_owned()];
+    args.extend(selectors.iter().map(OsString::from));
+    let job = Job {
+        program: crate::sandbox::docker::image_python(python),
+        args,
+        source: root,
+        read_only: vec![plugin_dir],
+        writable: vec![reports],
+        env: server_env(plugin_dir, root, 1),
+        timeout: Duration::MAX,
+        limits: Limits::default(),
+        capture_dir: reports,
+    };
+    let mut container = docker.attach(&job)?;
+    let replies = container.take_lines().expect("the lines are taken once");
+    Ok((Transport::Container(container), replies))
+}
+
 impl Drop for ForkServer {
     fn drop(&mut self) {
-        let pgid = i32::try_from(self.child.id()).unwrap_or(0);
-        kill_group(pgid, libc::SIGKILL);
-        let _ = self.child.wait();
+        match &mut self.transport {
+            Transport::Local { child, .. } => {
+                let pgid = i32::try_from(child.id()).unwrap_or(0);
+                kill_group(pgid, libc::SIGKILL);
+                let _ = child.wait();
+            }
+            // Removing the container kills the server and every child.
+            Transport::Container(container) => {
+                let _ = container.remove();
+            }
+        }
     }
 }
 

@@ -315,12 +315,6 @@ impl<'a> Worker<'a> {
     ) -> Worker<'a> {
         let engine = match config.engine {
             EngineChoice::Subprocess => Engine::Subprocess,
-            EngineChoice::Fork if pytest.sandbox().is_container() => {
-                on_event(LabEvent::Note(
-                    "the fork engine is disabled under --sandbox docker: one container per pytest session".into(),
-                ));
-                Engine::Subprocess
-            }
             EngineChoice::Fork => {
                 let startup = config.timeouts.startup * 4 + Duration::from_secs(20);
                 match pytest.fork_server(root, config.selectors, startup) {
@@ -334,7 +328,7 @@ impl<'a> Worker<'a> {
                         Engine::Fork(server)
                     }
                     Err(err) => {
-                        on_event(LabEvent::Note(format!("{err}; using one pytest process per candidate")));
+                        on_event(LabEvent::Note(format!("{err}; {}", fallback(pytest))));
                         Engine::Subprocess
                     }
                 }
@@ -400,7 +394,7 @@ impl<'a> Worker<'a> {
             match server.run(&request) {
                 Ok(session) => return Ok(session),
                 Err(err) => {
-                    (self.on_event)(LabEvent::Note(format!("{err}; using one pytest process per candidate")));
+                    (self.on_event)(LabEvent::Note(format!("{err}; {}", fallback(self.pytest))));
                     self.engine = Engine::Subprocess;
                 }
             }
@@ -470,6 +464,15 @@ impl<'a> Worker<'a> {
             return Some(CandidateOutcome::Unviable { reason });
         }
         None
+    }
+}
+
+/// What validation falls back to without a fork server.
+fn fallback(pytest: &Pytest) -> &'static str {
+    if pytest.sandbox().is_container() {
+        "using one container per pytest session"
+    } else {
+        "using one pytest process per candidate"
     }
 }
 

@@ -1,11 +1,11 @@
-//! The Docker backend: one short-lived, locked-down container per command, through bollard.
+//! The Docker backend: locked-down containers through bollard (one per command, or attached and long-lived).
 
 use super::{io_err, DockerConfig, Job, SandboxError};
 use crate::process::{Exit, Output};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogsOptions, RemoveContainerOptions,
-    WaitContainerOptions,
+    AttachContainerOptions, CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogsOptions,
+    RemoveContainerOptions, WaitContainerOptions,
 };
 use bollard::container::LogOutput;
 use bollard::Docker;
@@ -13,8 +13,11 @@ use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// Label on every container we create (to find leftovers).
 pub const LABEL: &str = "deepdebug.sandbox";
@@ -22,6 +25,8 @@ pub const LABEL: &str = "deepdebug.sandbox";
 pub const IMAGE_USER: u32 = 1000;
 /// Most output kept per stream.
 const MAX_LOG: usize = 1 << 20;
+/// Most standard error kept from an attached container (for error messages).
+const MAX_ATTACHED_STDERR: usize = 4096;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -207,8 +212,54 @@ impl DockerSandbox {
         }
     }
 
+    fn container_name(&self) -> String {
+        format!("deepdebug-{}-{}", self.token, NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    async fn remove(&self, name: &str) -> Result<(), bollard::errors::Error> {
+        let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        self.client.remove_container(name, Some(options)).await
+    }
+
+    /// Start `job` in a long-lived container attached to our pipes: lines written to the
+    /// returned handle reach the command's stdin, its stdout comes back line by line. The
+    /// container is removed when the handle is dropped (`job.timeout` is not enforced here).
+    ///
+    /// # Errors
+    /// When the container cannot be created, attached or started (it is removed then).
+    pub fn attach(self: &Arc<Self>, job: &Job<'_>) -> Result<AttachedContainer, SandboxError> {
+        self.prepare_mounts(job)?;
+        let name = self.container_name();
+        let mut body = self.container_body(job);
+        body.open_stdin = Some(true);
+        body.stdin_once = Some(false);
+        body.attach_stdin = Some(true);
+        body.attach_stdout = Some(true);
+        body.attach_stderr = Some(true);
+        let options = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
+        self.block_on(self.client.create_container(Some(options), body)).map_err(docker_err("create a container"))?;
+        let attached = self.block_on(async {
+            let options = AttachContainerOptions { stream: true, stdin: true, stdout: true, stderr: true, ..Default::default() };
+            // Attached before the start, so that no output is lost.
+            let streams = self.client.attach_container(&name, Some(options)).await.map_err(docker_err("attach to a container"))?;
+            self.client.start_container(&name, None).await.map_err(docker_err("start a container"))?;
+            Ok(streams)
+        });
+        let streams = match attached {
+            Ok(streams) => streams,
+            Err(err) => {
+                let _ = self.block_on(self.remove(&name));
+                return Err(err);
+            }
+        };
+        let (lines, receiver) = mpsc::channel();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let reader = self.runtime.spawn(forward_lines(streams.output, lines, Arc::clone(&stderr)));
+        Ok(AttachedContainer { sandbox: Arc::clone(self), name, input: streams.input, lines: Some(receiver), stderr, reader, removed: false })
+    }
+
     async fn run_async(&self, job: &Job<'_>) -> Result<Output, SandboxError> {
-        let name = format!("deepdebug-{}-{}", self.token, NEXT.fetch_add(1, Ordering::Relaxed));
+        let name = self.container_name();
         let options = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
         self.client
             .create_container(Some(options), self.container_body(job))
@@ -216,10 +267,7 @@ impl DockerSandbox {
             .map_err(docker_err("create a container"))?;
         let result = self.start_and_wait(&name, job.timeout).await;
         // Removed on every path: success, timeout, or error.
-        let removed = self
-            .client
-            .remove_container(&name, Some(RemoveContainerOptions { force: true, v: true, ..Default::default() }))
-            .await;
+        let removed = self.remove(&name).await;
         let output = result?;
         removed.map_err(docker_err("remove a container"))?;
         Ok(output)
@@ -260,6 +308,114 @@ impl DockerSandbox {
             buffer.extend_from_slice(&message[..message.len().min(room)]);
         }
         (String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+    }
+}
+
+/// Send the container's stdout to `lines`, one line at a time, and keep the tail of its stderr.
+async fn forward_lines(
+    mut output: Pin<Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>,
+    lines: mpsc::Sender<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+) {
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(Ok(chunk)) = output.next().await {
+        match chunk {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                pending.extend_from_slice(&message);
+                while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    let text = String::from_utf8_lossy(&line[..end]).into_owned();
+                    if lines.send(text).is_err() {
+                        return;
+                    }
+                }
+            }
+            LogOutput::StdErr { message } => {
+                let mut kept = stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                kept.extend_from_slice(&message);
+                let excess = kept.len().saturating_sub(MAX_ATTACHED_STDERR);
+                kept.drain(..excess);
+            }
+            LogOutput::StdIn { .. } => {}
+        }
+    }
+}
+
+/// A running container attached to our pipes (see [`DockerSandbox::attach`]); removed on drop.
+pub struct AttachedContainer {
+    sandbox: Arc<DockerSandbox>,
+    name: String,
+    input: Pin<Box<dyn AsyncWrite + Send>>,
+    lines: Option<mpsc::Receiver<String>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    reader: tokio::task::JoinHandle<()>,
+    removed: bool,
+}
+
+impl std::fmt::Debug for AttachedContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttachedContainer").field("name", &self.name).field("removed", &self.removed).finish()
+    }
+}
+
+impl AttachedContainer {
+    /// The container's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The command's stdout, line by line (taken once); disconnected when the command ends.
+    pub fn take_lines(&mut self) -> Option<mpsc::Receiver<String>> {
+        self.lines.take()
+    }
+
+    /// Write `line` and a newline to the command's stdin.
+    ///
+    /// # Errors
+    /// When the container is gone.
+    pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        if self.removed {
+            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the container was removed"));
+        }
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let input = &mut self.input;
+        self.sandbox.block_on(async {
+            input.write_all(&bytes).await?;
+            input.flush().await
+        })
+    }
+
+    /// The last few KiB the command wrote to stderr.
+    #[must_use]
+    pub fn stderr_tail(&self) -> String {
+        let kept = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&kept).into_owned()
+    }
+
+    /// Kill and remove the container now (everything in it dies).
+    ///
+    /// # Errors
+    /// When the engine refuses (the container may be left behind; `sandbox prune` removes it).
+    pub fn remove(&mut self) -> Result<(), SandboxError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let result = match self.sandbox.block_on(self.sandbox.remove(&self.name)) {
+            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            Err(e) => Err(docker_err("remove a container")(e)),
+        };
+        self.reader.abort();
+        result
+    }
+}
+
+impl Drop for AttachedContainer {
+    fn drop(&mut self) {
+        let _ = self.remove();
     }
 }
 

@@ -9,6 +9,7 @@ use crate::process::{Limits, Output};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where test runs happen (`--sandbox`).
@@ -119,7 +120,7 @@ enum Backend {
     None,
     Bwrap(local::Bwrap),
     Rlimits,
-    Docker(Box<docker::DockerSandbox>),
+    Docker(Arc<docker::DockerSandbox>),
 }
 
 /// A resolved sandbox: which backend runs commands, and what the user should be told.
@@ -154,7 +155,7 @@ impl Sandbox {
                     )),
                 ),
             },
-            SandboxKind::Docker => (Backend::Docker(Box::new(docker::DockerSandbox::connect(docker.clone())?)), None),
+            SandboxKind::Docker => (Backend::Docker(Arc::new(docker::DockerSandbox::connect(docker.clone())?)), None),
         };
         Ok(Sandbox { kind, backend, warning })
     }
@@ -195,7 +196,7 @@ impl Sandbox {
 
     /// The Docker backend, when this sandbox uses one.
     #[must_use]
-    pub fn docker(&self) -> Option<&docker::DockerSandbox> {
+    pub fn docker(&self) -> Option<&Arc<docker::DockerSandbox>> {
         match &self.backend {
             Backend::Docker(d) => Some(d),
             _ => None,
@@ -204,7 +205,8 @@ impl Sandbox {
 
     /// A local command for `program` that runs inside this sandbox, for long-lived processes the
     /// caller drives itself (the fork server). Pids stay those of the host, so the caller can
-    /// signal process groups. `None` for Docker.
+    /// signal process groups. `None` for Docker: use [`docker::DockerSandbox::attach`] (pids
+    /// there belong to the container's namespace and must never be signalled from the host).
     #[must_use]
     pub fn local_command(&self, program: &Path, source: &Path, read_only: &[&Path], writable: &[&Path]) -> Option<Command> {
         match &self.backend {
