@@ -461,4 +461,39 @@ mod tests {
         let s = server.run(&request(None, None)).unwrap();
         assert_eq!(s.tests.len(), 3);
     }
+
+    /// Whether `pid` is gone or a zombie (killed, not yet reaped by its new parent).
+    fn dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[test]
+    fn the_server_kills_a_hung_child_and_its_grandchildren_at_the_deadline() {
+        const HANG: &str = "import os, subprocess, time\n\ndef test_hang():\n    p = subprocess.Popen(['sleep', '300'])\n    with open('grandchild.pid', 'w') as f:\n        f.write(str(p.pid))\n    time.sleep(300)\n\ndef test_quick():\n    assert True\n";
+        let dir = project(&[("test_hang.py", HANG)]);
+        let pid_file = dir.path().join("grandchild.pid");
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let hang = vec!["test_hang.py::test_hang".to_string()];
+        let mut req = request(Some(&hang), None);
+        req.per_test_timeout = Duration::ZERO;
+        req.session_timeout = Duration::from_millis(1500);
+        let start = Instant::now();
+        let s = server.run(&req).unwrap();
+        assert_eq!(s.exit, Exit::Timeout);
+        // The server's deadline, not the host's backstop (the deadline + 5 s).
+        assert!(start.elapsed() < Duration::from_millis(1500) + BACKSTOP_GRACE / 2, "{:?}", start.elapsed());
+        let grandchild: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        let waited = Instant::now();
+        while !dead(grandchild) && waited.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(dead(grandchild), "the grandchild {grandchild} survived");
+        let quick = vec!["test_hang.py::test_quick".to_string()];
+        let s = server.run(&request(Some(&quick), None)).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+    }
 }
