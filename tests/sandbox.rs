@@ -4,7 +4,7 @@ mod common;
 use common::project;
 
 use deepdebug::process::{Exit, Limits};
-use deepdebug::pytest::server::Request;
+use deepdebug::pytest::server::{Request, ServerMode, Swap};
 use deepdebug::pytest::{Pytest, RunSpec, TestOutcome};
 use deepdebug::sandbox::check::{self_test, Verdict};
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
@@ -136,8 +136,101 @@ fn pytest_sessions_in_docker_report_back_without_network() {
     assert_eq!(outcome("test_calc.py::test_broken"), Some(TestOutcome::Failed));
     assert_eq!(outcome("test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
     assert!(session.test("test_calc.py::test_double").unwrap().coverage.contains_key("calc.py"));
-    // The fork engine is refused in containers (the lab falls back to one session per run).
-    assert!(pytest.fork_server(dir.path(), &[], Duration::from_secs(10)).is_err());
+}
+
+const CLAMP: &str = "LIMIT = 10\n\ndef clamp(x):\n    if x > LIMIT:\n        return LIMIT\n    return x\n\ndef spin(n):\n    while n > 0:\n        n += 1\n    return n\n";
+const CLAMP_TESTS: &str = r#"
+import os, socket, subprocess
+from calc import clamp, spin
+
+def test_clamp():
+    assert clamp(50) == 20
+
+def test_small():
+    assert clamp(3) == 3
+
+def test_spin():
+    assert spin(0) == 0
+
+def test_network():
+    socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+
+def test_who():
+    assert os.getuid() == 1000 and os.getpid() != 1
+"#;
+
+fn server_request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_> {
+    Request {
+        nodeids,
+        exit_first: false,
+        per_test_timeout: Duration::from_secs(10),
+        per_test_cpu: Duration::ZERO,
+        session_timeout: Duration::from_secs(60),
+        swap,
+    }
+}
+
+#[test]
+fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_behind() {
+    let Some(sandbox) = docker() else { return };
+    let sandbox = Arc::new(sandbox);
+    let dir = project(&[("calc.py", CLAMP), ("test_calc.py", CLAMP_TESTS)]);
+    let pytest = Pytest::with_sandbox(Path::new(IMAGE_PYTHON), Arc::clone(&sandbox)).unwrap();
+    let started = Instant::now();
+    let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(60)).unwrap();
+    eprintln!("fork server in a container ready in {:?}", started.elapsed());
+    assert!(server.in_container());
+    assert_eq!(server.mode(), ServerMode::Warm, "{}", server.why());
+    assert_eq!(server.tests().len(), 5);
+    let docker = sandbox.docker().unwrap();
+    assert_eq!(docker.leftover_containers().unwrap().len(), 1, "one container per server");
+
+    // The whole suite: no network, uid 1000, children are not the container's init.
+    let s = server.run(&server_request(None, None)).unwrap();
+    let outcome = |s: &deepdebug::pytest::Session, id: &str| s.test(id).map(|t| t.outcome);
+    assert_eq!(outcome(&s, "test_calc.py::test_small"), Some(TestOutcome::Passed), "{s:?}");
+    assert_eq!(outcome(&s, "test_calc.py::test_clamp"), Some(TestOutcome::Failed));
+    assert_eq!(outcome(&s, "test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
+    assert_eq!(outcome(&s, "test_calc.py::test_who"), Some(TestOutcome::Passed));
+
+    // Hot-swapped requests see only their own patch, written on the host.
+    let clamp = vec!["test_calc.py::test_clamp".to_string()];
+    let path = dir.path().join("calc.py");
+    let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] });
+    let mut warm = Vec::new();
+    for round in 0..10 {
+        let patched = round % 2 == 0;
+        let text = if patched { CLAMP.replace("        return LIMIT", "        return 20") } else { CLAMP.to_string() };
+        std::fs::write(&path, text).unwrap();
+        let s = server.run(&server_request(Some(&clamp), swap())).unwrap();
+        assert_eq!(s.warm, Some(true));
+        let expected = if patched { TestOutcome::Passed } else { TestOutcome::Failed };
+        assert_eq!(s.tests[0].outcome, expected, "round {round}");
+        warm.push(s.elapsed);
+    }
+    warm.sort();
+    eprintln!("warm requests in a container: median {:?}, max {:?}", warm[warm.len() / 2], warm[warm.len() - 1]);
+    assert!(warm[warm.len() / 2] < Duration::from_millis(500), "{warm:?}");
+
+    // A hang with no per-test alarm: the server kills the child at the deadline (well before
+    // the host's backstop, which would remove the container) and keeps serving.
+    std::fs::write(&path, CLAMP.replace("while n > 0", "while n >= 0")).unwrap();
+    let spin = vec!["test_calc.py::test_spin".to_string()];
+    let mut req = server_request(Some(&spin), Some(Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] }));
+    req.per_test_timeout = Duration::ZERO;
+    req.session_timeout = Duration::from_millis(1000);
+    let start = Instant::now();
+    let s = server.run(&req).unwrap();
+    assert_eq!(s.exit, Exit::Timeout);
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    std::fs::write(&path, CLAMP).unwrap();
+    let s = server.run(&server_request(None, None)).unwrap();
+    assert_eq!(s.tests.len(), 5, "the server still serves");
+    assert_eq!(docker.leftover_containers().unwrap().len(), 1);
+
+    drop(server);
+    let left = docker.leftover_containers().unwrap();
+    assert!(left.is_empty(), "containers left behind: {left:?}");
 }
 
 #[test]
