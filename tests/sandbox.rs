@@ -157,6 +157,26 @@ def test_network():
 
 def test_who():
     assert os.getuid() == 1000 and os.getpid() != 1
+
+def test_orphan():
+    subprocess.Popen(["sleep", "300"])
+
+def test_orphan_hangs():
+    subprocess.Popen(["sleep", "300"])
+    while True:
+        pass
+
+def test_no_strays():
+    others = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+        except OSError:
+            continue
+        name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+        if name == "sleep" or state == "Z":
+            others.append((pid, name, state))
+    assert others == []
 "#;
 
 fn server_request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_> {
@@ -181,12 +201,13 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     eprintln!("fork server in a container ready in {:?}", started.elapsed());
     assert!(server.in_container());
     assert_eq!(server.mode(), ServerMode::Warm, "{}", server.why());
-    assert_eq!(server.tests().len(), 5);
+    assert_eq!(server.tests().len(), 8);
     let docker = sandbox.docker().unwrap();
     assert_eq!(docker.leftover_containers().unwrap().len(), 1, "one container per server");
 
-    // The whole suite: no network, uid 1000, children are not the container's init.
-    let s = server.run(&server_request(None, None)).unwrap();
+    // No network, uid 1000, children are not the container's init.
+    let some: Vec<String> = ["test_small", "test_clamp", "test_network", "test_who"].iter().map(|t| format!("test_calc.py::{t}")).collect();
+    let s = server.run(&server_request(Some(&some), None)).unwrap();
     let outcome = |s: &deepdebug::pytest::Session, id: &str| s.test(id).map(|t| t.outcome);
     assert_eq!(outcome(&s, "test_calc.py::test_small"), Some(TestOutcome::Passed), "{s:?}");
     assert_eq!(outcome(&s, "test_calc.py::test_clamp"), Some(TestOutcome::Failed));
@@ -216,16 +237,30 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     // the host's backstop, which would remove the container) and keeps serving.
     std::fs::write(&path, CLAMP.replace("while n > 0", "while n >= 0")).unwrap();
     let spin = vec!["test_calc.py::test_spin".to_string()];
-    let mut req = server_request(Some(&spin), Some(Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] }));
-    req.per_test_timeout = Duration::ZERO;
-    req.session_timeout = Duration::from_millis(1000);
-    let start = Instant::now();
-    let s = server.run(&req).unwrap();
-    assert_eq!(s.exit, Exit::Timeout);
-    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    let spin_swap = Some(Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] });
+    let orphan_hangs = vec!["test_calc.py::test_orphan_hangs".to_string()];
+    let orphan = vec!["test_calc.py::test_orphan".to_string()];
+    let strays = vec!["test_calc.py::test_no_strays".to_string()];
+    for (tests, swap) in [(&spin, spin_swap), (&orphan_hangs, None)] {
+        let mut req = server_request(Some(tests), swap);
+        req.per_test_timeout = Duration::ZERO;
+        req.session_timeout = Duration::from_millis(1000);
+        let start = Instant::now();
+        let s = server.run(&req).unwrap();
+        assert_eq!(s.exit, Exit::Timeout, "{tests:?}");
+        assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    }
     std::fs::write(&path, CLAMP).unwrap();
-    let s = server.run(&server_request(None, None)).unwrap();
-    assert_eq!(s.tests.len(), 5, "the server still serves");
+    // Grandchildren (`sleep`) die with a hung child, or after a child that passed, and the
+    // server (pid 1 there) reaps them.
+    for tests in [&orphan_hangs, &orphan] {
+        if tests == &orphan {
+            let s = server.run(&server_request(Some(tests), None)).unwrap();
+            assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+        }
+        let s = server.run(&server_request(Some(&strays), None)).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed, "{:?}", s.tests[0].failure);
+    }
     assert_eq!(docker.leftover_containers().unwrap().len(), 1);
 
     drop(server);
