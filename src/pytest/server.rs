@@ -225,11 +225,14 @@ impl ForkServer {
         self.transport
             .send(&message.to_string())
             .map_err(|_| PytestError::ServerUnavailable("the fork server closed its input".into()))?;
-        let pid = match self.reply(Duration::from_secs(30))? {
-            Some(Reply::Started { id: got, pid }) if got == id => pid,
-            _ => return Err(PytestError::ServerUnavailable("the fork server did not start a child".into())),
-        };
         let backstop = request.session_timeout + BACKSTOP_GRACE;
+        let pid = match self.reply(backstop)? {
+            Some(Reply::Started { id: got, pid }) if got == id => pid,
+            _ => {
+                self.abandon("the fork server did not start a child");
+                return Err(PytestError::ServerUnavailable("the fork server did not start a child".into()));
+            }
+        };
         let mut killed = false;
         let (status, timed_out) = loop {
             let left = backstop.saturating_sub(start.elapsed());
@@ -241,9 +244,8 @@ impl ForkServer {
                         kill_group(pid, libc::SIGKILL);
                         killed = true;
                     }
-                    Transport::Container(container) => {
-                        let _ = container.remove();
-                        self.gone = Some("the fork server ignored a deadline; its container was removed".into());
+                    Transport::Container(_) => {
+                        self.abandon("the fork server ignored a deadline");
                         let _ = std::fs::remove_file(&report);
                         return Ok(Session::empty(Exit::Timeout, start.elapsed()));
                     }
@@ -269,6 +271,19 @@ impl ForkServer {
         session.absorb(&read_lossy(&report));
         let _ = std::fs::remove_file(&report);
         Ok(session)
+    }
+}
+
+impl ForkServer {
+    /// Stop using a server that does not answer: a container is removed at once (with every
+    /// child in it), a local server when it is dropped.
+    fn abandon(&mut self, why: &str) {
+        if let Transport::Container(container) = &mut self.transport {
+            let _ = container.remove();
+            self.gone = Some(format!("{why}; its container was removed"));
+        } else {
+            self.gone = Some(why.to_string());
+        }
     }
 }
 
@@ -495,5 +510,62 @@ mod tests {
         let quick = vec!["test_hang.py::test_quick".to_string()];
         let s = server.run(&request(Some(&quick), None)).unwrap();
         assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+    }
+
+    #[test]
+    fn a_container_server_that_stops_answering_is_removed_by_the_backstop() {
+        if std::env::var("DEEPDEBUG_SKIP_DOCKER").is_ok_and(|v| v == "1") {
+            return;
+        }
+        let config = crate::sandbox::DockerConfig::default();
+        let sandbox = std::sync::Arc::new(
+            crate::sandbox::Sandbox::new(crate::sandbox::SandboxKind::Docker, &config)
+                .expect("the Docker engine and image (or DEEPDEBUG_SKIP_DOCKER=1)"),
+        );
+        let tests = format!("{TESTS}\ndef test_slow():\n    import time\n    time.sleep(3)\n");
+        let dir = project(&[("calc.py", MODULE), ("test_calc.py", &tests)]);
+        let pytest = Pytest::with_sandbox(Path::new("python3"), std::sync::Arc::clone(&sandbox)).unwrap();
+        let docker = sandbox.docker().unwrap();
+        let name = |server: &ForkServer| match &server.transport {
+            Transport::Container(container) => container.name().to_string(),
+            Transport::Local { .. } => panic!("not in a container"),
+        };
+        let pause = |name: &str| docker.block_on(docker.client().pause_container(name)).unwrap();
+
+        // Frozen while a child runs: the server cannot enforce the deadline; the host removes
+        // the container at the backstop and reports a timeout.
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(60)).unwrap();
+        let frozen = name(&server);
+        let slow = vec!["test_calc.py::test_slow".to_string()];
+        let mut req = request(Some(&slow), None);
+        req.per_test_timeout = Duration::ZERO;
+        req.session_timeout = Duration::from_secs(1);
+        let start = Instant::now();
+        let s = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                pause(&frozen);
+            });
+            server.run(&req).unwrap()
+        });
+        assert_eq!(s.exit, Exit::Timeout);
+        assert!(start.elapsed() >= BACKSTOP_GRACE, "{:?}", start.elapsed());
+        assert!(docker.leftover_containers().unwrap().is_empty(), "the container was removed");
+        let small = vec!["test_calc.py::test_small".to_string()];
+        let err = server.run(&request(Some(&small), None)).unwrap_err();
+        assert!(err.to_string().contains("container was removed"), "{err}");
+
+        // Frozen before a request: no child starts.
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(60)).unwrap();
+        pause(&name(&server));
+        let mut req = request(Some(&small), None);
+        req.session_timeout = Duration::from_millis(500);
+        let start = Instant::now();
+        let err = server.run(&req).unwrap_err();
+        assert!(err.to_string().contains("did not start a child"), "{err}");
+        assert!(start.elapsed() < Duration::from_millis(500) + BACKSTOP_GRACE * 2, "{:?}", start.elapsed());
+        assert!(docker.leftover_containers().unwrap().is_empty(), "the container was removed");
+        let err = server.run(&request(Some(&small), None)).unwrap_err();
+        assert!(err.to_string().contains("container was removed"), "{err}");
     }
 }
