@@ -269,23 +269,37 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
 }
 
 #[test]
-fn fix_with_docker_sandbox_repairs_the_bug() {
-    if docker().is_none() {
-        return;
-    }
+fn fix_with_docker_sandbox_repairs_the_bug_with_the_fork_engine() {
+    let Some(sandbox) = docker() else { return };
     let dir = project(&[
-        ("grades.py", "def passed(score, minimum=50):\n    return score > minimum\n"),
-        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n"),
+        ("grades.py", "def passed(score, minimum=50):\n    if score < 0:\n        return False\n    return score > minimum\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n\ndef test_negative():\n    assert not passed(-1)\n"),
     ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-        .args(["fix", "--sandbox", "docker", "--timeout", "120s", "--repo"])
+    let child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["fix", "--sandbox", "docker", "--timeout", "120s", "--json", "--repo"])
         .arg(dir.path())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("+    return score >= minimum"));
-    assert!(stderr.contains("fork engine is disabled under --sandbox docker"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "fixed", "{report}");
+    assert!(report["patch"]["diff"].as_str().unwrap().contains("+    return score >= minimum"), "{report}");
+    // No fallback: every worker validated through its fork server's container.
+    let warnings = report["warnings"].to_string();
+    assert!(!warnings.contains("fork") && !warnings.contains("one container per"), "{warnings}");
+    let mut seconds: Vec<f64> = report["tried"].as_array().unwrap().iter().map(|t| t["seconds"].as_f64().unwrap()).collect();
+    seconds.sort_by(f64::total_cmp);
+    let median = seconds[seconds.len() / 2];
+    eprintln!("{} candidates validated in Docker, median {median:.3} s each", seconds.len());
+    // A container per session costs 0.5 s and more; a forked child in a warm container, ms.
+    assert!(median < 0.3, "{seconds:?}");
+    let left = sandbox.docker().unwrap().containers_of_process(pid).unwrap();
+    assert!(left.is_empty(), "containers left behind: {left:?}");
 }
 
 #[test]

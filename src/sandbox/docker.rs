@@ -118,6 +118,22 @@ impl DockerSandbox {
         Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).collect())
     }
 
+    /// Names of the deepdebug containers that process `pid` (another deepdebug) created and
+    /// that still exist.
+    ///
+    /// # Errors
+    /// When the engine cannot list containers.
+    pub fn containers_of_process(&self, pid: u32) -> Result<Vec<String>, SandboxError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])])),
+            ..Default::default()
+        };
+        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
+        let prefix = format!("/deepdebug-{pid}-");
+        Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).filter(|n| n.starts_with(&prefix)).collect())
+    }
+
     /// Remove every deepdebug container on the engine (left by a deepdebug that was killed
     /// mid-run); returns their names.
     ///
