@@ -1,14 +1,17 @@
-//! Benchmark: candidates validated per second by the fork-server engine vs. one pytest process per run.
+//! Benchmark: candidates validated per second by the fork-server engine vs. one pytest process per run (also in Docker).
 
 use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};
-use deepdebug::pytest::{Pytest, RunSpec};
-use deepdebug::repair::candidate::{self, GenerateLimits};
+use deepdebug::pytest::{Pytest, RunSpec, Session};
+use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
 use deepdebug::repair::priors::Priors;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
+use deepdebug::sandbox::docker::IMAGE_PYTHON;
+use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A generated project: `modules` modules of `functions` functions, one test per function,
@@ -40,6 +43,89 @@ fn make_project(dir: &Path, modules: usize, functions: usize) {
         std::fs::write(dir.join(format!("pkg/mod{m}.py")), src).unwrap();
         std::fs::write(dir.join(format!("tests/test_mod{m}.py")), tests).unwrap();
     }
+}
+
+/// Validate `candidates` with `engine` on `jobs` workers.
+fn measure(
+    pytest: &Pytest,
+    project: &Project,
+    baseline: &Session,
+    candidates: &[Candidate],
+    engine: EngineChoice,
+    jobs: usize,
+) -> Measure {
+    let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
+    let passing: BTreeSet<String> = baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
+    let config = LabConfig {
+        root: project.root(),
+        selectors: &[],
+        failing,
+        passing,
+        total_tests: baseline.tests.len(),
+        timeouts: Timeouts::from_baseline(baseline),
+        deadline: Instant::now() + Duration::from_secs(3600),
+        jobs,
+        stop_after_plausible: usize::MAX,
+        engine,
+        baseline,
+    };
+    let start = Instant::now();
+    let validated = lab::run(pytest, &config, candidates, &HashSet::new(), &|_| {}).unwrap();
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut each: Vec<f64> = validated.iter().map(|v| v.elapsed.as_secs_f64() * 1000.0).collect();
+    each.sort_by(f64::total_cmp);
+    Measure {
+        per_second: validated.len() as f64 / elapsed,
+        median_ms: each.get(each.len() / 2).copied().unwrap_or(0.0),
+        outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
+    }
+}
+
+/// The small project validated in Docker: one container per pytest session vs. the fork server
+/// in one container (skipped with `DEEPDEBUG_SKIP_DOCKER=1` or without the engine and image).
+fn docker_row(candidates_per_run: usize) {
+    if std::env::var("DEEPDEBUG_SKIP_DOCKER").is_ok_and(|v| v == "1") {
+        println!("docker: skipped (DEEPDEBUG_SKIP_DOCKER=1)");
+        return;
+    }
+    let sandbox = match Sandbox::new(SandboxKind::Docker, &DockerConfig::default()) {
+        Ok(sandbox) => Arc::new(sandbox),
+        Err(err) => {
+            println!("docker: skipped ({err})");
+            return;
+        }
+    };
+    let pytest = Pytest::with_sandbox(Path::new(IMAGE_PYTHON), sandbox).expect("the image's python3 with pytest");
+    let dir = tempfile::tempdir().unwrap();
+    make_project(dir.path(), 1, 5);
+    let project = Project::load(dir.path()).unwrap();
+    let baseline = pytest
+        .run(&RunSpec {
+            root: project.root(),
+            selectors: &[],
+            coverage: true,
+            per_test_timeout: Some(Duration::from_secs(10)),
+            per_test_cpu: None,
+            session_timeout: Duration::from_secs(300),
+            exit_first: false,
+        })
+        .unwrap();
+    let localization = localize(&project, &baseline);
+    let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    candidates.truncate(candidates_per_run.min(20));
+    let slow = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Subprocess, 1);
+    let fast = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Fork, 1);
+    assert_eq!(slow.outcomes, fast.outcomes, "engines disagree in Docker");
+    println!(
+        "docker, small project, {} candidates, 1 job: {:.2}/s with a container per session ({:.0} ms each), \
+         {:.2}/s with the fork server in one container ({:.1} ms each): {:.1}x",
+        candidates.len(),
+        slow.per_second,
+        slow.median_ms,
+        fast.per_second,
+        fast.median_ms,
+        fast.per_second / slow.per_second
+    );
 }
 
 struct Measure {
@@ -80,34 +166,7 @@ fn main() {
         let localization = localize(&project, &baseline);
         let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
         candidates.truncate(candidates_per_run);
-        let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
-        let passing: BTreeSet<String> =
-            baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
-        let measure = |engine: EngineChoice, jobs: usize| -> Measure {
-            let config = LabConfig {
-                root: project.root(),
-                selectors: &[],
-                failing: failing.clone(),
-                passing: passing.clone(),
-                total_tests: baseline.tests.len(),
-                timeouts: Timeouts::from_baseline(&baseline),
-                deadline: Instant::now() + Duration::from_secs(3600),
-                jobs,
-                stop_after_plausible: usize::MAX,
-                engine,
-                baseline: &baseline,
-            };
-            let start = Instant::now();
-            let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
-            let elapsed = start.elapsed().as_secs_f64();
-            let mut each: Vec<f64> = validated.iter().map(|v| v.elapsed.as_secs_f64() * 1000.0).collect();
-            each.sort_by(f64::total_cmp);
-            Measure {
-                per_second: validated.len() as f64 / elapsed,
-                median_ms: each.get(each.len() / 2).copied().unwrap_or(0.0),
-                outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
-            }
-        };
+        let measure = |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
         let slow = measure(EngineChoice::Subprocess, 1);
         let fast = measure(EngineChoice::Fork, 1);
         let slow_all = measure(EngineChoice::Subprocess, cores);
@@ -133,4 +192,5 @@ fn main() {
         );
     }
     println!("default = fork engine on all {cores} cores (what `deepdebug fix` does) vs. the baseline");
+    docker_row(candidates_per_run);
 }
