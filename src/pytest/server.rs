@@ -74,7 +74,7 @@ enum Transport {
     /// A container attached to our pipes. The pids in its replies belong to the container's
     /// pid namespace: never signal them from the host (they may name unrelated processes
     /// here). The only backstop is removing the whole container.
-    Container(AttachedContainer),
+    Container(Box<AttachedContainer>),
 }
 
 impl Transport {
@@ -372,7 +372,7 @@ fn start_container(
     };
     let mut container = docker.attach(&job)?;
     let replies = container.take_lines().expect("the lines are taken once");
-    Ok((Transport::Container(container), replies))
+    Ok((Transport::Container(Box::new(container)), replies))
 }
 
 impl Drop for ForkServer {
