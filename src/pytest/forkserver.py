@@ -252,6 +252,22 @@ def reap_orphans():
             return
 
 
+def clear_group(pid):
+    """Kill what is left of the (reaped) child's group and wait a little for it to be gone:
+    SIGKILL takes effect asynchronously, and the dead become zombies to reap."""
+    kill_group(pid, unreaped=False)
+    end = time.monotonic() + 0.05
+    while True:
+        reap_orphans()
+        try:
+            os.killpg(pid, 0)
+        except OSError:  # no such group left (or not ours to signal)
+            return
+        if time.monotonic() > end:
+            return
+        time.sleep(0.001)
+
+
 def main():
     session, items, why = None, [], ""
     if not hasattr(os, "fork"):
@@ -285,6 +301,7 @@ def main():
         if not line:
             continue
         request = json.loads(line)
+        reap_orphans()  # any that died since the last request
         pid = os.fork()
         if pid == 0:
             try:
@@ -297,8 +314,7 @@ def main():
             pass
         reply({"kind": "started", "id": request["id"], "pid": pid})
         status, timed_out = wait_child(pid, request.get("deadline") or 0)
-        kill_group(pid, unreaped=False)  # stray grandchildren
-        reap_orphans()
+        clear_group(pid)  # stray grandchildren
         reply({"kind": "done", "id": request["id"], "status": status, "timed_out": timed_out})
 
 
