@@ -248,10 +248,15 @@ impl DockerSandbox {
         let name = self.container_name();
         let mut body = self.container_body(job);
         body.open_stdin = Some(true);
-        body.stdin_once = Some(false);
+        // Stdin closes when our connection does (we die): the command sees EOF and exits, and
+        // the engine removes the container then. Normally `AttachedContainer` removes it.
+        body.stdin_once = Some(true);
         body.attach_stdin = Some(true);
         body.attach_stdout = Some(true);
         body.attach_stderr = Some(true);
+        if let Some(host) = body.host_config.as_mut() {
+            host.auto_remove = Some(true);
+        }
         let options = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
         self.block_on(self.client.create_container(Some(options), body)).map_err(docker_err("create a container"))?;
         let attached = self.block_on(async {
@@ -421,7 +426,8 @@ impl AttachedContainer {
         }
         self.removed = true;
         let result = match self.sandbox.block_on(self.sandbox.remove(&self.name)) {
-            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            // Gone already, or being removed by the engine (auto-remove after an exit).
+            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. }) => Ok(()),
             Err(e) => Err(docker_err("remove a container")(e)),
         };
         self.reader.abort();
