@@ -303,6 +303,46 @@ fn fix_with_docker_sandbox_repairs_the_bug_with_the_fork_engine() {
 }
 
 #[test]
+fn a_killed_fix_leaves_no_fork_server_container_behind() {
+    let Some(sandbox) = docker() else { return };
+    let docker = sandbox.docker().unwrap();
+    // Slow tests and a bug no candidate fixes keep the lab (where only the two fork-server
+    // containers run) busy.
+    let dir = project(&[
+        ("grades.py", "import time\n\ndef passed(score, minimum=50):\n    time.sleep(1)\n    return score > minimum\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50) == 'yes'\n\ndef test_low():\n    assert not passed(3)\n"),
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["fix", "--sandbox", "docker", "--jobs", "2", "--timeout", "120s", "--repo"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while docker.containers_of_process(pid).unwrap().len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "the fork servers never started");
+        assert!(child.try_wait().unwrap().is_none(), "fix ended before its fork servers were seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Started and serving (a container killed between its creation and start stays behind
+    // as `Created`, for `sandbox prune`).
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(child.try_wait().unwrap().is_none(), "fix ended too early");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    // Their stdin closes with the dead connection: the servers exit and the engine removes them.
+    let mut left = docker.containers_of_process(pid).unwrap();
+    while !left.is_empty() && killed.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        left = docker.containers_of_process(pid).unwrap();
+    }
+    assert!(left.is_empty(), "containers left behind by a killed fix: {left:?}");
+}
+
+#[test]
 fn missing_image_is_a_clear_error() {
     if docker().is_none() {
         return;
