@@ -349,7 +349,9 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
             None => c.score,
         };
-        if let Some(choice) = choose_best(&outcome.candidates, &validated, &key) {
+        let mut chose = false;
+        while let Some(choice) = choose_best(&outcome.candidates, &validated, &key) {
+            chose = true;
             let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
             if verdict.is_plausible() {
                 best = Some(choice);
@@ -358,6 +360,16 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
                 v.outcome = verdict;
             }
+            // With a ranker the collected runners-up are confirmed next; without, the search
+            // goes on (at most one plausible candidate is waiting).
+            if outcome.ranking.is_none() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        if best.is_some() {
+            break;
+        }
+        if chose {
             continue;
         }
         if phase == Phase::Single && (exhausted || Instant::now() >= pairs_at) {

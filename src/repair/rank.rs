@@ -163,3 +163,66 @@ impl RankStats {
         Ok(scores)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::{Edit, Patch};
+    use crate::repair::candidate::{focus, Source};
+
+    fn candidate(project: &Project, file: &str, from: &str, to: &str) -> Candidate {
+        let original = project.file(file).unwrap();
+        let text = original.parsed.text();
+        let at = text.find(from).unwrap();
+        let patch = Patch::single(file, Edit { range: at..at + from.len(), content: to.to_string() });
+        let patched_text = patch.apply(text);
+        let focus = focus(&patch, &original.parsed, &Parsed::new(patched_text.as_str()));
+        Candidate {
+            id: 7,
+            patch,
+            patched_text,
+            source: Source::Neural,
+            line: 1,
+            description: String::new(),
+            score: 0.5,
+            edit_size: 1,
+            focus,
+        }
+    }
+
+    #[test]
+    fn region_covers_the_whole_edited_method_with_its_decorator_and_indentation() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "import functools\n\nclass Box:\n    size = 3\n\n    @functools.cache\n    def area(self):\n        return self.size + self.size\n\n    def other(self):\n        return 1\n";
+        std::fs::write(dir.path().join("box.py"), text).unwrap();
+        let project = Project::load(dir.path()).unwrap();
+        let c = candidate(&project, "box.py", "self.size + self.size", "self.size * self.size");
+        let r = region(&project, &c).unwrap();
+        assert_eq!(r.original, "    @functools.cache\n    def area(self):\n        return self.size + self.size\n");
+        assert_eq!(r.patched, "    @functools.cache\n    def area(self):\n        return self.size * self.size\n");
+        assert_eq!(&text[..r.start], "import functools\n\nclass Box:\n    size = 3\n\n");
+    }
+
+    #[test]
+    fn context_keeps_whole_lines_within_the_byte_budget() {
+        let before: String = (0..200).map(|i| format!("x{i} = {i}\n")).collect();
+        let prompt = context("pkg/m.py", &before);
+        assert!(prompt.starts_with("# pkg/m.py\n"));
+        let body = &prompt["# pkg/m.py\n".len()..];
+        assert!(body.len() <= CONTEXT_BYTES && before.ends_with(body));
+        assert!(body.starts_with('x') && body.ends_with("x199 = 199\n"));
+        assert_eq!(context("a.py", "import os\n"), "# a.py\nimport os\n");
+    }
+
+    #[test]
+    fn combined_key_trades_nats_against_the_log_score() {
+        let n = |gain: f64| Naturalness {
+            patched: Likelihood { nats: gain - 10.0, tokens: 5 },
+            original: Likelihood { nats: -10.0, tokens: 5 },
+        };
+        assert!((combined(0.5, None) - 0.5f64.ln()).abs() < 1e-12);
+        assert!((combined(0.5, Some(&n(4.0))) - (0.5f64.ln() + 2.0)).abs() < 1e-12);
+        // A 4-nat gain beats a twice higher operator score.
+        assert!(combined(0.2, Some(&n(4.0))) > combined(0.4, Some(&n(0.0))));
+    }
+}
