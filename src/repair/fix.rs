@@ -340,7 +340,14 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                 .filter(|v| v.outcome.is_plausible() && !ranking.scores.contains_key(&v.candidate_id))
                 .map(|v| &outcome.candidates[v.candidate_id])
                 .collect();
-            if !unscored.is_empty() {
+            if !unscored.is_empty() && Instant::now() >= search_deadline {
+                // Scoring must not eat the confirmation reserve: rank by operator score alone.
+                let note = "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".to_string();
+                let mut notes = notes.lock().expect("notes lock");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            } else if !unscored.is_empty() {
                 on_event(FixEvent::Ranking { count: unscored.len() });
                 ranking.scores.extend(ranking.stats.run(ranker, &project, &unscored)?);
             }
