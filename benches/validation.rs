@@ -44,15 +44,22 @@ fn make_project(dir: &Path, modules: usize, functions: usize) {
 
 struct Measure {
     per_second: f64,
+    /// Median time to validate one candidate, in milliseconds (engine start-up excluded).
+    median_ms: f64,
     outcomes: Vec<&'static str>,
 }
 
 fn main() {
     let sizes: &[(&str, usize, usize)] = &[("small", 1, 5), ("medium", 8, 15), ("large", 30, 20)];
-    let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let pytest = Pytest::new(Path::new("python3")).expect("python3 with pytest");
-    println!("validation engine benchmark: {candidates_per_run} candidates per engine, 1 worker");
-    println!("{:<8} {:>6} {:>14} {:>14} {:>8}", "project", "tests", "subprocess/s", "fork/s", "ratio");
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    println!("validation engine benchmark: {candidates_per_run} candidates per run, engine start-up included");
+    println!("baseline: one pytest process per candidate, run one at a time (`--engine subprocess --jobs 1`)");
+    println!(
+        "{:<8} {:>6} {:>14} {:>10} {:>8} {:>16} {:>12} {:>8}",
+        "project", "tests", "subprocess/s", "fork/s", "1 job", format!("subprocess {cores}j/s"), format!("fork {cores}j/s"), "default"
+    );
     for &(name, modules, functions) in sizes {
         let dir = tempfile::tempdir().unwrap();
         make_project(dir.path(), modules, functions);
@@ -65,6 +72,7 @@ fn main() {
                 selectors: &[],
                 coverage: true,
                 per_test_timeout: Some(Duration::from_secs(10)),
+                per_test_cpu: None,
                 session_timeout: Duration::from_secs(300),
                 exit_first: false,
             })
@@ -75,7 +83,7 @@ fn main() {
         let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
         let passing: BTreeSet<String> =
             baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
-        let measure = |engine: EngineChoice| -> Measure {
+        let measure = |engine: EngineChoice, jobs: usize| -> Measure {
             let config = LabConfig {
                 root: project.root(),
                 selectors: &[],
@@ -84,7 +92,7 @@ fn main() {
                 total_tests: baseline.tests.len(),
                 timeouts: Timeouts::from_baseline(&baseline),
                 deadline: Instant::now() + Duration::from_secs(3600),
-                jobs: 1,
+                jobs,
                 stop_after_plausible: usize::MAX,
                 engine,
                 baseline: &baseline,
@@ -92,20 +100,37 @@ fn main() {
             let start = Instant::now();
             let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
             let elapsed = start.elapsed().as_secs_f64();
+            let mut each: Vec<f64> = validated.iter().map(|v| v.elapsed.as_secs_f64() * 1000.0).collect();
+            each.sort_by(f64::total_cmp);
             Measure {
                 per_second: validated.len() as f64 / elapsed,
+                median_ms: each.get(each.len() / 2).copied().unwrap_or(0.0),
                 outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
             }
         };
-        let slow = measure(EngineChoice::Subprocess);
-        let fast = measure(EngineChoice::Fork);
-        assert_eq!(slow.outcomes, fast.outcomes, "engines disagree on {name}");
+        let slow = measure(EngineChoice::Subprocess, 1);
+        let fast = measure(EngineChoice::Fork, 1);
+        let slow_all = measure(EngineChoice::Subprocess, cores);
+        let fast_all = measure(EngineChoice::Fork, cores);
+        for other in [&fast, &slow_all, &fast_all] {
+            assert_eq!(slow.outcomes, other.outcomes, "engines disagree on {name}");
+        }
         println!(
-            "{name:<8} {:>6} {:>14.2} {:>14.2} {:>7.1}x",
+            "{name:<8} {:>6} {:>14.2} {:>10.2} {:>7.1}x {:>16.2} {:>12.2} {:>7.1}x",
             baseline.tests.len(),
             slow.per_second,
             fast.per_second,
-            fast.per_second / slow.per_second
+            fast.per_second / slow.per_second,
+            slow_all.per_second,
+            fast_all.per_second,
+            fast_all.per_second / slow.per_second,
+        );
+        eprintln!(
+            "  {name}: median per candidate {:.1} ms subprocess, {:.1} ms fork; same-parallelism ratio with {cores} jobs {:.1}x",
+            slow.median_ms,
+            fast.median_ms,
+            fast_all.per_second / slow_all.per_second
         );
     }
+    println!("default = fork engine on all {cores} cores (what `deepdebug fix` does) vs. the baseline");
 }

@@ -126,6 +126,7 @@ fn pytest_sessions_in_docker_report_back_without_network() {
             selectors: &[],
             coverage: true,
             per_test_timeout: Some(Duration::from_secs(10)),
+            per_test_cpu: None,
             session_timeout: Duration::from_secs(60),
             exit_first: false,
         })
@@ -211,6 +212,7 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
         nodeids: None,
         exit_first: false,
         per_test_timeout: Duration::from_secs(10),
+        per_test_cpu: Duration::ZERO,
         session_timeout: Duration::from_secs(60),
         swap: None,
     };

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
-use deepdebug::debugger::{cruxeval, dataset, eval, predictor, record, sampler, session, trace};
+use deepdebug::debugger::{cruxeval, dataset, eval, neural, predictor, record, sampler, session, trace};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub enum Backend {
     Real,
     /// The neural code path (serialize, predict, parse) with the replaying oracle predictor.
     Oracle,
-    /// A trained model (not available yet).
+    /// A trained next-state model (--model DIR).
     Neural,
 }
 
@@ -65,6 +65,34 @@ pub enum PredictorChoice {
     Oracle,
     /// Predicts that nothing changes (a floor).
     CopyLast,
+    /// A trained next-state model (--model DIR).
+    Neural,
+}
+
+/// The trained model for `--backend neural` / `--predictor neural`.
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// Model directory written by `deepdebug train --task next-state`.
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Run the model on the CPU even when built with CUDA.
+    #[arg(long)]
+    cpu: bool,
+}
+
+impl ModelArgs {
+    fn load(&self, what: &str) -> Result<neural::NeuralPredictor> {
+        let Some(dir) = &self.model else {
+            bail!("{what} needs --model DIR, a model trained with `deepdebug train --task next-state`");
+        };
+        Ok(neural::NeuralPredictor::load(dir, self.cpu)?)
+    }
+
+    fn warn_unused(&self) {
+        if self.model.is_some() {
+            eprintln!("note: --model is only used by the neural backend or predictor");
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -90,6 +118,8 @@ pub enum DebuggerCommand {
         limits: LimitArgs,
         #[arg(long, value_enum, default_value_t = Backend::Real)]
         backend: Backend,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Sample grammar-serialized trajectories from a JSONL of {code, input[, id, entry]}.
     TraceDataset {
@@ -120,6 +150,8 @@ pub enum DebuggerCommand {
         #[arg(long, value_enum, default_value_t = PredictorChoice::Oracle)]
         predictor: PredictorChoice,
         #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
         limits: LimitArgs,
     },
     /// CruxEval-style pass@1 (output: step_return, breakpoint; input: inv_step_call), as JSON.
@@ -129,6 +161,8 @@ pub enum DebuggerCommand {
         input: PathBuf,
         #[arg(long, value_enum, default_value_t = PredictorChoice::Oracle)]
         predictor: PredictorChoice,
+        #[command(flatten)]
+        model: ModelArgs,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -161,11 +195,25 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<()> {
     }
 }
 
-fn make_predictor(choice: PredictorChoice, traces: Vec<trace::Trace>) -> Box<dyn predictor::NextStatePredictor> {
+/// The model for `--predictor neural`, loaded before anything is traced so that a bad
+/// `--model` fails at once.
+fn load_model(choice: PredictorChoice, model: &ModelArgs) -> Result<Option<neural::NeuralPredictor>> {
     match choice {
-        PredictorChoice::Oracle => Box::new(predictor::OraclePredictor::new(traces)),
-        PredictorChoice::CopyLast => Box::new(predictor::CopyLastPredictor),
+        PredictorChoice::Neural => Ok(Some(model.load("--predictor neural")?)),
+        PredictorChoice::Oracle | PredictorChoice::CopyLast => {
+            model.warn_unused();
+            Ok(None)
+        }
     }
+}
+
+fn make_predictor(choice: PredictorChoice, traces: Vec<trace::Trace>, neural: Option<neural::NeuralPredictor>) -> Result<Box<dyn predictor::NextStatePredictor>> {
+    Ok(match (choice, neural) {
+        (PredictorChoice::Oracle, _) => Box::new(predictor::OraclePredictor::new(traces)),
+        (PredictorChoice::CopyLast, _) => Box::new(predictor::CopyLastPredictor),
+        (PredictorChoice::Neural, Some(p)) => Box::new(p),
+        (PredictorChoice::Neural, None) => bail!("--predictor neural: the model was not loaded"),
+    })
 }
 
 pub fn run(command: DebuggerCommand) -> Result<()> {
@@ -179,7 +227,15 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
             };
             write_out(out.as_deref(), &text)
         }
-        DebuggerCommand::Debug { source, limits, backend } => {
+        DebuggerCommand::Debug { source, limits, backend, model } => {
+            // Load the model first: a bad --model fails before anything is traced.
+            let neural = match backend {
+                Backend::Neural => Some(model.load("--backend neural")?),
+                Backend::Real | Backend::Oracle => {
+                    model.warn_unused();
+                    None
+                }
+            };
             let t = load_trace(&source, &limits)?;
             let stdin = std::io::stdin();
             let echo = !stdin.is_terminal();
@@ -192,7 +248,10 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
                     let mut b = session::PredictorBackend::new(predictor::OraclePredictor::new(vec![t.clone()]), &t);
                     session::run(&mut b, &t.program, input, &mut stdout, echo)?;
                 }
-                Backend::Neural => bail!("the neural backend needs a trained model, which is not implemented yet (see docs/neural-debugger.md); use --backend real or oracle"),
+                Backend::Neural => {
+                    let p = neural.context("the neural model was loaded above")?;
+                    session::run(&mut session::PredictorBackend::new(p, &t), &t.program, input, &mut stdout, echo)?;
+                }
             }
             Ok(())
         }
@@ -209,19 +268,21 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
             eprintln!("{}", serde_json::to_string(&stats)?);
             Ok(())
         }
-        DebuggerCommand::EvalNextState { input, seed, per_trace, predictor: choice, limits } => {
+        DebuggerCommand::EvalNextState { input, seed, per_trace, predictor: choice, model, limits } => {
+            let neural = load_model(choice, &model)?;
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
             let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()?).into_iter().filter_map(Result::ok).collect();
             let cases = eval::sample_cases(&traces, per_trace, seed, &sampler::SamplerConfig::standard());
-            let mut p = make_predictor(choice, traces);
+            let mut p = make_predictor(choice, traces, neural)?;
             let report = eval::evaluate(p.as_mut(), &cases);
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
         }
-        DebuggerCommand::EvalCruxeval { input, predictor: choice, limits } => {
+        DebuggerCommand::EvalCruxeval { input, predictor: choice, model, limits } => {
+            let neural = load_model(choice, &model)?;
             let rows: Vec<cruxeval::CruxRow> = dataset::read_jsonl(&input)?;
             let limits = limits.limits()?;
             let traces = cruxeval::record(&rows, &limits);
-            let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect());
+            let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect(), neural)?;
             let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
         }

@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
+use deepdebug::debugger::{grammar, neural};
 use deepdebug::model::{self, data, t5, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, TrainEvent, TrainOptions};
 use deepdebug::python::Parsed;
 use deepdebug::skeleton;
@@ -14,6 +15,8 @@ pub enum TaskArg {
     Patch,
     /// Fixed → buggy function (neural bug creation).
     BugCreate,
+    /// Neural debugger: prompt → next state, on `trace-dataset` rows.
+    NextState,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,11 +61,12 @@ pub enum ModelCommand {
         #[arg(long)]
         model: Option<PathBuf>,
     },
-    /// Train (or resume) a seq2seq patcher or bug-creator on JSONL data.
+    /// Train (or resume) a seq2seq patcher, bug-creator or next-state model on JSONL data.
     Train {
         #[arg(long, value_enum, default_value = "patch")]
         task: TaskArg,
-        /// JSONL rows {source, target} or mined {before, after[, context]}; repeatable.
+        /// JSONL rows {source, target}, mined {before, after[, context]}, or (next-state)
+        /// `trace-dataset` rows; repeatable.
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
         /// Model directory (created; resumed when it holds a checkpoint).
@@ -201,6 +205,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             let task = match task {
                 TaskArg::Patch => model::Task::Patch,
                 TaskArg::BugCreate => model::Task::BugCreate,
+                TaskArg::NextState => model::Task::NextState,
             };
             let mut examples = Vec::new();
             for f in &data_files {
@@ -214,7 +219,8 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 None => {
                     eprintln!("training a {vocab_size}-token BPE tokenizer");
                     let texts = examples.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]);
-                    CodeTokenizer::train(texts, vocab_size)?
+                    let atomic = if task == model::Task::NextState { grammar::special_tokens() } else { Vec::new() };
+                    CodeTokenizer::train_with_tokens(texts, vocab_size, &atomic)?
                 }
             };
             let cfg = if dir.config_path().is_file() {
@@ -232,6 +238,10 @@ pub fn run(command: ModelCommand) -> Result<()> {
             };
             if cfg.task != task {
                 bail!("{} holds a {} model, not {}", model_dir.display(), cfg.task.name(), task.name());
+            }
+            if task == model::Task::NextState {
+                neural::check_tokenizer(&tok)?;
+                neural::fit_examples(&mut examples, &tok, cfg.max_source_len);
             }
             let opts = TrainOptions {
                 steps, batch_size, learning_rate: lr, warmup_steps: warmup, min_lr_ratio: 0.1, weight_decay, clip_norm,

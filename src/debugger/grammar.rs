@@ -69,6 +69,28 @@ fn exit_token(exit: ExitKind) -> &'static str {
 
 const ENTRY_TOKEN: &str = "<|inv_exit_entry|>";
 
+/// Every special token of the grammar, each of which a model's tokenizer must keep as a
+/// single token.
+#[must_use]
+pub fn special_tokens() -> Vec<&'static str> {
+    use NodeKind::{Call, Exception, InvCall, InvException, InvLine, InvLineCall, InvReturn, Line, Return};
+    let mut out = vec![BEGIN_OF_TEXT, CONTEXT_START, FRAME_SEP, ACTION_SEP, SRC_SEP, ARG_SEP, TRACE_END, END_OF_TEXT, ENTRY_TOKEN];
+    out.extend([Call, Line, Return, Exception, InvCall, InvLine, InvLineCall, InvReturn, InvException].map(event_token));
+    out.extend([ExitKind::Normal, ExitKind::Error, ExitKind::Never].map(exit_token));
+    let actions = [
+        Action::StepInto,
+        Action::StepOver,
+        Action::StepReturn,
+        Action::Breakpoint(String::new()),
+        Action::Continue,
+        Action::InvStepInto,
+        Action::InvStepOver,
+        Action::InvStepCall,
+    ];
+    out.extend(actions.iter().map(action_token));
+    out
+}
+
 /// The token for an action (breakpoint's source text follows it directly).
 #[must_use]
 pub fn action_token(action: &Action) -> &'static str {
@@ -129,6 +151,16 @@ impl Frame {
             }
             Frame::Exit { exit } => format!("{FRAME_SEP}{}{TRACE_END}{END_OF_TEXT}", exit_token(*exit)),
             Frame::Entry => format!("{FRAME_SEP}{ENTRY_TOKEN}{TRACE_END}{END_OF_TEXT}"),
+        }
+    }
+
+    /// The direction of execution this frame belongs to.
+    #[must_use]
+    pub fn direction(&self) -> Direction {
+        match self {
+            Frame::State { event: NodeKind::InvCall | NodeKind::InvLine | NodeKind::InvLineCall | NodeKind::InvReturn | NodeKind::InvException, .. }
+            | Frame::Entry => Direction::Inverse,
+            Frame::State { .. } | Frame::Exit { .. } => Direction::Forward,
         }
     }
 
@@ -454,6 +486,21 @@ pub fn parse_prompt(text: &str) -> Result<(String, Vec<Frame>, Vec<Action>), Gra
     Ok((context, frames, actions))
 }
 
+/// Parse a whole trajectory as [`Trajectory::serialize`] writes it (a `trace-dataset`
+/// row's `text`): context, frames and actions, ending with a frame. The direction is that
+/// of the first frame; tree positions are unknown, so `targets` is empty.
+///
+/// # Errors
+/// Fails on malformed text, or text that ends with an action instead of a frame.
+pub fn parse_trajectory(text: &str) -> Result<Trajectory, GrammarError> {
+    let (context, frames, actions) = parse_prompt(text)?;
+    let direction = match frames.first() {
+        Some(first) if frames.len() == actions.len() + 1 => first.direction(),
+        _ => return Err(GrammarError::Expected { expected: "a trajectory ending with a frame", at: text.chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect() }),
+    };
+    Ok(Trajectory { context, direction, frames, actions, targets: Vec::new() })
+}
+
 /// Parse an action token (with breakpoint source text).
 ///
 /// # Errors
@@ -573,6 +620,24 @@ mod tests {
             assert_eq!(parsed_actions, traj.actions[..=k].to_vec());
             assert_eq!(parse_frame(&traj.frames[k + 1].serialize()), Ok(traj.frames[k + 1].clone()));
         }
+    }
+
+    #[test]
+    fn trajectories_parse_back_and_use_only_listed_special_tokens() {
+        let tree = StateTree::forward(&count_trace().whole());
+        let traj = replay(&tree, "CODE\n", 0, &[Action::StepInto, Action::StepInto, Action::Breakpoint("    for c in s:".into()), Action::Continue]).expect("replay");
+        let text = traj.serialize();
+        let back = parse_trajectory(&text).expect("parses");
+        assert_eq!((back.context.as_str(), back.direction, &back.frames, &back.actions), ("CODE\n", Direction::Forward, &traj.frames, &traj.actions));
+        assert_eq!(back.serialize(), text);
+        assert!(parse_trajectory(&traj.prompt(1)).is_err(), "a prompt ends with an action");
+        let listed = special_tokens();
+        for piece in pieces(&text) {
+            if let Piece::Token(name) = piece {
+                assert!(listed.contains(&format!("<|{name}|>").as_str()), "{name} is not listed");
+            }
+        }
+        assert_eq!(listed.len(), 29);
     }
 
     #[test]

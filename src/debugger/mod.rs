@@ -6,6 +6,7 @@ pub mod eval;
 #[cfg(test)]
 mod fixtures;
 pub mod grammar;
+pub mod neural;
 pub mod predictor;
 pub mod record;
 pub mod sampler;

@@ -31,6 +31,9 @@ pub enum PredictError {
     Unavailable(String),
     #[error("malformed prompt: {0}")]
     Prompt(#[from] GrammarError),
+    /// The model failed to run (tensor or tokenizer error).
+    #[error("model: {0}")]
+    Model(String),
 }
 
 /// Predicts the next debugger state. A neural model implements this by generating from
@@ -67,21 +70,13 @@ impl OraclePredictor {
     }
 }
 
-fn direction_of(frame: &Frame) -> Direction {
-    match frame {
-        Frame::State { event: NodeKind::InvCall | NodeKind::InvLine | NodeKind::InvLineCall | NodeKind::InvReturn | NodeKind::InvException, .. }
-        | Frame::Entry => Direction::Inverse,
-        _ => Direction::Forward,
-    }
-}
-
 impl NextStatePredictor for OraclePredictor {
     fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
         let (context, frames, actions) = parse_prompt(&prompt.text())?;
         let Some(first) = frames.first() else {
             return Err(PredictError::Unavailable("prompt has no frame".into()));
         };
-        let direction = direction_of(first);
+        let direction = first.direction();
         for t in 0..self.traces.len() {
             if context_for(&self.traces[t], direction) != context {
                 continue;

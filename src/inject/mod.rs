@@ -226,6 +226,7 @@ fn inject_repo(
             selectors: &[],
             coverage: true,
             per_test_timeout: Some(Duration::from_secs(10)),
+            per_test_cpu: None,
             session_timeout: options.repo_timeout,
             exit_first: false,
         })

@@ -15,6 +15,9 @@ pub enum Task {
     Patch,
     /// Fixed function (plus skeleton) → buggy function (reversed commits, for neural bugs).
     BugCreate,
+    /// Neural debugger: trajectory prompt (code, frames, action) → next frame in the token
+    /// grammar of `debugger::grammar`.
+    NextState,
 }
 
 impl Task {
@@ -23,6 +26,7 @@ impl Task {
         match self {
             Task::Patch => "patch",
             Task::BugCreate => "bug-create",
+            Task::NextState => "next-state",
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Training examples: JSONL rows (`{source, target}` or mined `{before, after, context}`)
-//! turned into (encoder input, decoder target) text pairs for a task.
+//! Training examples: JSONL rows (`{source, target}`, mined `{before, after, context}`, or
+//! `trace-dataset` trajectories `{text}`) turned into (encoder input, decoder target) pairs.
 
 use super::config::Task;
 use super::ModelError;
@@ -24,6 +24,8 @@ struct Row {
     before: Option<String>,
     after: Option<String>,
     context: Option<String>,
+    /// A serialized debugger trajectory (`deepdebug trace-dataset` rows).
+    text: Option<String>,
 }
 
 /// The encoder input for a focal function: the context (a skeleton, or nothing) with the
@@ -56,8 +58,25 @@ pub fn parse_row(line: &str, task: Task) -> Result<Example, String> {
     let (input, output) = match task {
         Task::Patch => (before, after),
         Task::BugCreate => (after, before),
+        Task::NextState => return Err("a next-state row needs source/target or a trajectory text".into()),
     };
     Ok(Example { source: focal_source(&input, row.context.as_deref()), target: output.trim_end().to_string() + "\n" })
+}
+
+/// Parse one JSONL line into its examples: one for a pair row, and for [`Task::NextState`]
+/// one per step of a `trace-dataset` trajectory (see
+/// [`crate::debugger::neural::next_state_examples`]).
+///
+/// # Errors
+/// On malformed JSON, rows of no known form, or a trajectory that does not parse.
+pub fn parse_rows(line: &str, task: Task) -> Result<Vec<Example>, String> {
+    if task == Task::NextState {
+        let row: Row = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        if let (None, Some(text)) = (&row.target, &row.text) {
+            return crate::debugger::neural::next_state_examples(text).map_err(|e| e.to_string());
+        }
+    }
+    parse_row(line, task).map(|e| vec![e])
 }
 
 /// Read every row of a JSONL file.
@@ -66,11 +85,11 @@ pub fn parse_row(line: &str, task: Task) -> Result<Example, String> {
 /// On I/O errors or a malformed row (with its line number).
 pub fn read_jsonl(path: &Path, task: Task) -> Result<Vec<Example>, ModelError> {
     let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| parse_row(l, task).map_err(|e| ModelError::Data(format!("{}:{}: {e}", path.display(), i + 1))))
-        .collect()
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        out.extend(parse_rows(line, task).map_err(|e| ModelError::Data(format!("{}:{}: {e}", path.display(), i + 1)))?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -90,5 +109,25 @@ mod tests {
         let skeleton = r##"{"before": "x", "after": "y", "context": "# target edit\nx\n# end\n"}"##;
         assert_eq!(parse_row(skeleton, Task::Patch).unwrap().source, "# target edit\nx\n# end\n");
         assert!(parse_row(r#"{"before": "x"}"#, Task::Patch).is_err());
+    }
+
+    #[test]
+    fn trajectory_rows_give_one_next_state_example_per_step() {
+        let text = concat!(
+            "<|begin_of_text|><|trace_context_start|>def f(x):\n    return x\n",
+            "<|frame_sep|><|call_sep|><|src_sep|>def f(x):<|arg_sep|>{\"x\": \"1\"}<|action_sep|><|step_into|>",
+            "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x<|action_sep|><|continue|>",
+            "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>",
+        );
+        let line = serde_json::json!({"format_version": 1, "source": "r0", "text": text}).to_string();
+        // `source` is the dataset's row id there, not an encoder input.
+        let examples = parse_rows(&line, Task::NextState).unwrap();
+        assert_eq!(examples.len(), 2);
+        assert!(examples[0].source.ends_with("{\"x\": \"1\"}<|action_sep|><|step_into|>"), "{}", examples[0].source);
+        assert_eq!(examples[0].target, "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x");
+        assert_eq!(examples[1].target, "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>");
+        assert!(text.starts_with(&examples[1].source));
+        assert!(parse_rows(r#"{"before": "x", "after": "y"}"#, Task::NextState).is_err());
+        assert!(parse_rows(r#"{"text": "<|begin_of_text|>nonsense"}"#, Task::NextState).is_err());
     }
 }

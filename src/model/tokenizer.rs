@@ -61,6 +61,21 @@ impl CodeTokenizer {
         I: Iterator<Item = S> + Send,
         S: AsRef<str> + Send,
     {
+        Self::train_with_tokens(texts, vocab_size, &[])
+    }
+
+    /// [`CodeTokenizer::train`], plus `atomic` strings (such as the neural debugger's
+    /// `<|frame_sep|>`) that always encode to one token each and that `decode` keeps in the
+    /// text. They are added after the `vocab_size` BPE entries, and BPE merges are learned
+    /// only from the text between them.
+    ///
+    /// # Errors
+    /// When `tokenizers` fails to train.
+    pub fn train_with_tokens<I, S>(texts: I, vocab_size: usize, atomic: &[&str]) -> Result<CodeTokenizer, ModelError>
+    where
+        I: Iterator<Item = S> + Send,
+        S: AsRef<str> + Send,
+    {
         let mut tokenizer = empty_tokenizer()?;
         let specials = [PAD, EOS, UNK].map(|t| AddedToken::from(t, true)).to_vec();
         let trainer = BpeTrainerBuilder::new()
@@ -71,11 +86,22 @@ impl CodeTokenizer {
             .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
             .build();
         let mut trainer = TrainerWrapper::BpeTrainer(trainer);
+        // A newline is its own pre-token, so replacing an atomic string by one splits the
+        // text there and no merge spans or spells out the atomic string.
+        let texts = texts.map(|t| atomic.iter().fold(t.as_ref().to_string(), |acc, a| acc.replace(a, "\n")));
         tokenizer.train(&mut trainer, texts).map_err(tok_err)?;
         tokenizer.add_special_tokens(&specials);
+        let added: Vec<AddedToken> = atomic.iter().map(|a| AddedToken::from(*a, false)).collect();
+        tokenizer.add_tokens(&added);
         let out = CodeTokenizer { inner: tokenizer };
         out.check_specials()?;
         Ok(out)
+    }
+
+    /// The id of `text` when it is a single token (a special, atomic or BPE entry).
+    #[must_use]
+    pub fn token_id(&self, text: &str) -> Option<u32> {
+        self.inner.token_to_id(text)
     }
 
     fn check_specials(&self) -> Result<(), ModelError> {
@@ -139,5 +165,31 @@ impl CodeTokenizer {
     /// When `tokenizers` fails.
     pub fn tokens(&self, text: &str) -> Result<Vec<String>, ModelError> {
         Ok(self.inner.encode(text, false).map_err(tok_err)?.get_tokens().to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_tokens_encode_whole_and_survive_decoding() {
+        let atomic = ["<|frame_sep|>", "<|arg_sep|>", "<|src_sep|>"];
+        let texts: Vec<String> = (0..40).map(|i| format!("<|frame_sep|><|src_sep|>    x = {i}<|arg_sep|>{{\"x\": \"{i}\"}}\n")).collect();
+        let tok = CodeTokenizer::train_with_tokens(texts.iter(), 300, &atomic).unwrap();
+        let text = "<|frame_sep|><|src_sep|>    y = 7<|arg_sep|>{}";
+        let tokens = tok.tokens(text).unwrap();
+        for a in atomic {
+            assert_eq!(tok.encode(a).unwrap(), vec![tok.token_id(a).unwrap()]);
+            assert!(tokens.iter().any(|t| t == a), "{a} is split in {tokens:?}");
+        }
+        assert_eq!(tok.decode(&tok.encode(text).unwrap()).unwrap(), text);
+        // BPE learned no merges from the atomic strings (a plain tokenizer does).
+        assert!(tok.token_id("|><|").is_none());
+        // A plain tokenizer has no such tokens and splits them.
+        let plain = CodeTokenizer::train(texts.iter(), 300).unwrap();
+        assert!(plain.token_id("<|frame_sep|>").is_none() && plain.token_id("|><|").is_some());
+        assert!(plain.encode("<|frame_sep|>").unwrap().len() > 1);
+        assert_eq!(plain.decode(&plain.encode(text).unwrap()).unwrap(), text);
     }
 }

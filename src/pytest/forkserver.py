@@ -5,7 +5,7 @@ Protocol: JSON lines. stdin receives requests, fd 3 (inherited) receives replies
 output of children goes to /dev/null. Started with the pytest arguments as argv[1:], in the
 project's scratch directory, with DEEPDEBUG_ROOT set and the deepdebug plugin importable.
 
-Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool, "timeout": s,
+Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool, "timeout": s, "cpu": s,
            "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
 Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
           {"kind": "started", "id": n, "pid": pid}
@@ -113,15 +113,15 @@ def live_functions(module, path):
     return out
 
 
+# The project's modules by real path, taken once in the server before forking. A child must
+# not walk sys.modules: touching every module object copies hundreds of shared pages.
+_BY_FILE = {}
+
+
 def hot_swap(swap):
     """Give the live functions of `swap` the code compiled from the patched file on disk."""
     path = os.path.join(_ROOT, swap["file"])
-    target = os.path.realpath(path)
-    module = None
-    for candidate in project_modules().values():
-        if realpath(candidate.__file__) == target:
-            module = candidate
-            break
+    module = _BY_FILE.get(os.path.realpath(path))
     if module is None:
         return True  # not imported yet: it will be imported from the patched file
     with open(path, encoding="utf-8") as handle:
@@ -151,7 +151,8 @@ def run_items(items, exit_first):
 
 def child(request, session, items):
     os.setpgid(0, 0)
-    deepdebug_plugin.configure(report=request["report"], timeout=request.get("timeout", 0), coverage=False)
+    deepdebug_plugin.configure(report=request["report"], timeout=request.get("timeout", 0),
+                               cpu=request.get("cpu", 0), coverage=False)
     swap = request.get("swap")
     if session is not None and swap is not None and hot_swap(swap):
         wanted = request.get("nodeids")
@@ -196,7 +197,8 @@ def main():
         traceback.print_exc()
         why = "collection in the server failed: %s" % type(exc).__name__
         session = None
-    project_modules()  # warm the realpath cache before forking
+    for module in project_modules().values():
+        _BY_FILE[realpath(module.__file__)] = module
     # Move everything allocated so far out of the collector's reach: children then do not
     # touch (and copy) the parent's pages when the garbage collector runs.
     import gc

@@ -87,6 +87,9 @@ pub struct TestResult {
     pub nodeid: String,
     pub outcome: TestOutcome,
     pub duration: f64,
+    /// CPU time of the test's process (seconds) while it ran.
+    #[serde(default)]
+    pub cpu: f64,
     pub failure: Option<Failure>,
     /// Lines executed, by path relative to the project root (present with coverage on).
     #[serde(default)]
@@ -177,8 +180,11 @@ pub struct RunSpec<'a> {
     /// Node ids or paths to pass to pytest; empty runs the whole suite.
     pub selectors: &'a [String],
     pub coverage: bool,
-    /// Per-test limit enforced inside pytest.
+    /// Per-test wall-clock limit enforced inside pytest.
     pub per_test_timeout: Option<Duration>,
+    /// Per-test CPU-time limit enforced inside pytest (busy loops are caught after this much
+    /// CPU, whatever the machine's load).
+    pub per_test_cpu: Option<Duration>,
     /// Limit for the whole process group.
     pub session_timeout: Duration,
     /// Stop at the first failure (`-x`).
@@ -311,6 +317,7 @@ impl Pytest {
                 "DEEPDEBUG_TEST_TIMEOUT".into(),
                 spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string().into(),
             ),
+            ("DEEPDEBUG_TEST_CPU".into(), spec.per_test_cpu.map_or(0.0, |t| t.as_secs_f64()).to_string().into()),
         ];
         let job = Job {
             program: &self.python,
@@ -410,6 +417,7 @@ mod tests {
                 selectors: &[],
                 coverage: true,
                 per_test_timeout: Some(Duration::from_secs(3)),
+                per_test_cpu: None,
                 session_timeout: Duration::from_secs(60),
                 exit_first: false,
             })
@@ -421,5 +429,36 @@ mod tests {
             assert!(t.duration < 1.5, "{}: {}", t.nodeid, t.duration);
         }
         assert_eq!(session.test("test_hang.py::test_quick").unwrap().outcome, TestOutcome::Passed);
+    }
+
+    #[test]
+    fn the_cpu_limit_stops_busy_loops_but_not_tests_that_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("test_cpu.py"),
+            "import time\n\ndef test_spin():\n    while True:\n        pass\n\ndef test_sleep():\n    time.sleep(0.4)\n\ndef test_quick():\n    assert sum(range(1000)) > 0\n",
+        )
+        .unwrap();
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let session = pytest
+            .run(&RunSpec {
+                root: dir.path(),
+                selectors: &[],
+                coverage: false,
+                per_test_timeout: Some(Duration::from_secs(5)),
+                per_test_cpu: Some(Duration::from_millis(100)),
+                session_timeout: Duration::from_secs(60),
+                exit_first: false,
+            })
+            .unwrap();
+        let spin = session.test("test_cpu.py::test_spin").unwrap();
+        assert_eq!(spin.outcome, TestOutcome::Timeout, "{:?}", session.tests);
+        // Caught after about 0.1 s of CPU, long before the 5 s wall-clock limit.
+        assert!(spin.duration < 2.0, "{}", spin.duration);
+        assert!(spin.cpu >= 0.09, "{}", spin.cpu);
+        let sleep = session.test("test_cpu.py::test_sleep").unwrap();
+        assert_eq!(sleep.outcome, TestOutcome::Passed, "sleeping uses no CPU: {sleep:?}");
+        assert!(sleep.duration >= 0.4 && sleep.cpu < 0.1, "{sleep:?}");
+        assert_eq!(session.test("test_cpu.py::test_quick").unwrap().outcome, TestOutcome::Passed);
     }
 }

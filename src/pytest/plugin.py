@@ -5,6 +5,8 @@ Loaded with `-p deepdebug_plugin`; configured through environment variables:
   DEEPDEBUG_ROOT           project root: only files below it are covered and reported
   DEEPDEBUG_COVERAGE       "1" to record per-test line coverage
   DEEPDEBUG_TEST_TIMEOUT   per-test wall-clock limit in seconds (0 = none)
+  DEEPDEBUG_TEST_CPU       per-test CPU-time limit in seconds (0 = none): catches busy loops
+                           early without mistaking a loaded machine for a hang
 """
 import json
 import os
@@ -12,11 +14,13 @@ import reprlib
 import signal
 import sys
 import threading
+import time
 
 _REPORT = os.environ.get("DEEPDEBUG_REPORT")
 _ROOT = os.path.realpath(os.environ.get("DEEPDEBUG_ROOT") or os.getcwd()) + os.sep
 _COVERAGE = os.environ.get("DEEPDEBUG_COVERAGE") == "1"
 _TIMEOUT = float(os.environ.get("DEEPDEBUG_TEST_TIMEOUT") or 0)
+_CPU = float(os.environ.get("DEEPDEBUG_TEST_CPU") or 0)
 _HERE = os.path.realpath(__file__)
 
 _repr = reprlib.Repr()
@@ -29,9 +33,9 @@ _out = open(_REPORT, "a", encoding="utf-8") if _REPORT else None
 _tests = {}
 
 
-def configure(report=None, coverage=None, timeout=None):
+def configure(report=None, coverage=None, timeout=None, cpu=None):
     """Redirect the report and change settings (used by the fork server in each child)."""
-    global _out, _COVERAGE, _TIMEOUT
+    global _out, _COVERAGE, _TIMEOUT, _CPU
     if report is not None:
         _out = open(report, "a", encoding="utf-8")
         _tests.clear()
@@ -39,6 +43,8 @@ def configure(report=None, coverage=None, timeout=None):
         _COVERAGE = bool(coverage)
     if timeout is not None:
         _TIMEOUT = float(timeout)
+    if cpu is not None:
+        _CPU = float(cpu)
 
 
 def outcome_of(nodeid):
@@ -145,6 +151,10 @@ def _on_alarm(signum, frame):
     raise DeepdebugTimeout("test exceeded %.1fs" % _limit())
 
 
+def _on_cpu(signum, frame):
+    raise DeepdebugTimeout("test used more than %.2fs of CPU time" % _CPU)
+
+
 def _record(nodeid):
     rec = _tests.get(nodeid)
     if rec is None:
@@ -153,6 +163,7 @@ def _record(nodeid):
             "nodeid": nodeid,
             "outcome": "passed",
             "duration": 0.0,
+            "cpu": 0.0,
             "failure": None,
         }
     return rec
@@ -193,11 +204,17 @@ import pytest  # noqa: E402
 def pytest_runtest_protocol(item, nextitem):
     global _hangs, _slowest_pass
     rec = _record(item.nodeid)
-    use_alarm = _TIMEOUT > 0 and threading.current_thread() is threading.main_thread()
-    previous = None
+    main = threading.current_thread() is threading.main_thread()
+    use_alarm = _TIMEOUT > 0 and main
+    use_cpu = _CPU > 0 and main
+    previous = previous_cpu = None
     if use_alarm:
         previous = signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, _limit())
+    if use_cpu:
+        previous_cpu = signal.signal(signal.SIGPROF, _on_cpu)
+        signal.setitimer(signal.ITIMER_PROF, _CPU)
+    cpu_start = time.process_time()
     if _COVERAGE:
         _lines.clear()
         threading.settrace(_global_tracer)
@@ -205,6 +222,10 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         yield
     finally:
+        if use_cpu:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, previous_cpu or signal.SIG_DFL)
+        rec["cpu"] = time.process_time() - cpu_start
         if rec["outcome"] == "timeout":
             _hangs += 1
         elif rec["outcome"] == "passed":

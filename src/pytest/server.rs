@@ -39,6 +39,8 @@ pub struct Request<'a> {
     pub nodeids: Option<&'a [String]>,
     pub exit_first: bool,
     pub per_test_timeout: Duration,
+    /// Per-test CPU-time limit; zero for none.
+    pub per_test_cpu: Duration,
     pub session_timeout: Duration,
     pub swap: Option<Swap>,
 }
@@ -194,6 +196,7 @@ impl ForkServer {
             "nodeids": request.nodeids,
             "exit_first": request.exit_first,
             "timeout": request.per_test_timeout.as_secs_f64(),
+            "cpu": request.per_test_cpu.as_secs_f64(),
             "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions})),
         });
         let start = Instant::now();
@@ -263,6 +266,7 @@ mod tests {
             nodeids,
             exit_first: false,
             per_test_timeout: Duration::from_secs(2),
+            per_test_cpu: Duration::ZERO,
             session_timeout: Duration::from_secs(20),
             swap,
         }

@@ -200,6 +200,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         selectors: &options.selectors,
         coverage: true,
         per_test_timeout: Some(options.baseline_test_timeout),
+        per_test_cpu: None,
         session_timeout: options.timeout,
         exit_first: false,
     })?;

@@ -68,26 +68,29 @@ pub struct Validated {
 /// Timeouts derived from the baseline run.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
+    /// Wall-clock limit per test.
     pub per_test: Duration,
+    /// CPU-time limit per test: rejects busy loops long before the wall-clock limit, and a
+    /// loaded machine cannot trip it.
+    pub per_test_cpu: Duration,
     /// Fixed cost of one pytest session (interpreter start-up, collection).
     pub startup: Duration,
 }
 
 impl Timeouts {
-    /// Per-test limit: 4× the slowest test that finished in the baseline plus 0.2 s, at least 0.3 s; start-up:
+    /// Per-test limit: 4× the slowest test that finished in the baseline plus 0.2 s, at least
+    /// 0.3 s; CPU limit: 4× the most CPU a finished baseline test used plus 0.05 s; start-up:
     /// the baseline's wall time not spent inside tests.
     #[must_use]
     pub fn from_baseline(baseline: &Session) -> Timeouts {
-        let slowest = baseline
-            .tests
-            .iter()
-            .filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout)
-            .map(|t| t.duration)
-            .fold(0.0, f64::max);
+        let finished = || baseline.tests.iter().filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout);
+        let slowest = finished().map(|t| t.duration).fold(0.0, f64::max);
+        let most_cpu = finished().map(|t| t.cpu).fold(0.0, f64::max);
         let in_tests: f64 = baseline.tests.iter().map(|t| t.duration).sum();
         let startup = (baseline.elapsed.as_secs_f64() - in_tests).max(0.3);
         Timeouts {
             per_test: Duration::from_secs_f64((4.0 * slowest + 0.2).max(0.3)),
+            per_test_cpu: Duration::from_secs_f64(4.0 * most_cpu + 0.05),
             startup: Duration::from_secs_f64(startup),
         }
     }
@@ -275,6 +278,7 @@ pub fn confirm(
             coverage: false,
             // Lenient: a loaded machine must not turn a correct patch into a timeout.
             per_test_timeout: Some(config.timeouts.per_test.max(Duration::from_secs(2))),
+            per_test_cpu: None,
             session_timeout: config.timeouts.session(config.total_tests) * 2,
             exit_first: false,
         })?;
@@ -389,6 +393,7 @@ impl<'a> Worker<'a> {
                 nodeids: selectors,
                 exit_first,
                 per_test_timeout: self.config.timeouts.per_test,
+                per_test_cpu: self.config.timeouts.per_test_cpu,
                 session_timeout,
                 swap: swap.cloned(),
             };
@@ -405,6 +410,7 @@ impl<'a> Worker<'a> {
             selectors: selectors.unwrap_or(self.config.selectors),
             coverage: false,
             per_test_timeout: Some(self.config.timeouts.per_test),
+            per_test_cpu: Some(self.config.timeouts.per_test_cpu),
             session_timeout,
             exit_first,
         };
@@ -415,20 +421,22 @@ impl<'a> Worker<'a> {
     fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<CandidateOutcome, LabError> {
         let config = self.config;
         // Originally failing tests first (those that hung in the baseline last): most
-        // candidates are rejected here, cheaply. Tests passing before the first failure show
-        // partial fixes (seeds for two-edit patches).
+        // candidates are rejected there, cheaply. Tests passing before the first failure show
+        // partial fixes (seeds for two-edit patches). With a known set of affected tests, one
+        // session runs the failing tests and then the affected ones, stopping at the first
+        // failure: one fork (or process) per candidate.
+        if let Some(tests) = affected {
+            let mut all = config.failing.clone();
+            all.extend(tests.iter().filter(|t| !config.failing.contains(t)).cloned());
+            let session = self.session(Some(&all), all.len(), swap, true)?;
+            return Ok(self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible));
+        }
         let first = self.session(Some(&config.failing), config.failing.len(), swap, true)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok(outcome);
         }
-        let (full, expected) = match affected {
-            Some([]) => return Ok(CandidateOutcome::Plausible),
-            Some(tests) => (self.session(Some(tests), tests.len(), swap, true)?, tests.to_vec()),
-            None => {
-                let all: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-                (self.session(None, config.total_tests, swap, true)?, all)
-            }
-        };
+        let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
+        let full = self.session(None, config.total_tests, swap, true)?;
         Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
     }
 
