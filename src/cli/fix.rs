@@ -172,6 +172,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             let code = match &err {
                 FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. })
                 | FixError::Sandbox(_)
+                | FixError::Ranker(_)
                 | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
                     ExitCode::BaselineBroken

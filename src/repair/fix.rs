@@ -87,6 +87,8 @@ pub enum FixError {
     BaselineTimeout(Duration),
     #[error("patcher model: {0}")]
     Model(#[from] crate::model::ModelError),
+    #[error("SmolLM2 ranker: {0}")]
+    Ranker(#[source] crate::model::ModelError),
 }
 
 fn format_collect_errors(errors: &[CollectError]) -> String {
@@ -179,7 +181,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         None => None,
     };
     let mut ranker = match &options.rank {
-        Some(rank) => Some(Ranker::load(&rank.gguf)?),
+        Some(rank) => Some(Ranker::load(&rank.gguf).map_err(FixError::Ranker)?),
         None => None,
     };
     let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
@@ -350,7 +352,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                 }
             } else if !unscored.is_empty() {
                 on_event(FixEvent::Ranking { count: unscored.len() });
-                ranking.scores.extend(ranking.stats.run(ranker, &project, &unscored)?);
+                ranking.scores.extend(ranking.stats.run(ranker, &project, &unscored).map_err(FixError::Ranker)?);
             }
         }
         let key = |c: &Candidate| match &outcome.ranking {
