@@ -316,6 +316,15 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     // A directory that is not a model is a usage error.
     let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(project.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // So is a model trained for another task (here the same weights relabelled bug-create).
+    let config = std::fs::read_to_string(model_dir.config_path()).unwrap();
+    assert!(config.contains("\"task\": \"patch\""), "{config}");
+    std::fs::write(model_dir.config_path(), config.replace("\"task\": \"patch\"", "\"task\": \"bug-create\"")).unwrap();
+    let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(&model_dir.path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bug-create model"), "{stderr}");
 }
 
 #[test]

@@ -178,7 +178,8 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                     ExitCode::BaselineBroken
                 }
                 FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
-                | FixError::Model(deepdebug::model::ModelError::NotAModel(_)) => ExitCode::Usage,
+                | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
+                | FixError::WrongTask(..) => ExitCode::Usage,
                 _ => ExitCode::Software,
             };
             eprintln!("error: {err}");

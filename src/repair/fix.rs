@@ -87,6 +87,8 @@ pub enum FixError {
     BaselineTimeout(Duration),
     #[error("patcher model: {0}")]
     Model(#[from] crate::model::ModelError),
+    #[error("`{path}` is a {task} model; `fix --model` needs a patch model (`train --task patch`)", path = .0.display(), task = .1)]
+    WrongTask(PathBuf, &'static str),
     #[error("SmolLM2 ranker: {0}")]
     Ranker(#[source] crate::model::ModelError),
 }
@@ -177,7 +179,13 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let project = Project::load(&options.repo)?;
     // Load the patcher first: a bad model directory should fail before the baseline runs.
     let mut sampler = match &options.neural {
-        Some(neural) => Some(crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?),
+        Some(neural) => {
+            let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
+            if sampler.config().task != crate::model::Task::Patch {
+                return Err(FixError::WrongTask(neural.model.clone(), sampler.config().task.name()));
+            }
+            Some(sampler)
+        }
         None => None,
     };
     let mut ranker = match &options.rank {
