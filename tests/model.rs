@@ -91,12 +91,12 @@ fn loss_falls_and_checkpoints_resume() {
     // Resume: continue from step 40 to 45.
     let mut resumed_at = None;
     let more = train(&model_dir, &cfg, &tok, &examples, &quick_options(45), &Device::Cpu, &mut |e| {
-        if let TrainEvent::Resumed { step } = e {
-            resumed_at = Some(step);
+        if let TrainEvent::Resumed { step, optimizer_restored } = e {
+            resumed_at = Some((step, optimizer_restored));
         }
     })
     .unwrap();
-    assert_eq!((resumed_at, more.start_step, more.steps), (Some(40), 40, 5));
+    assert_eq!((resumed_at, more.start_step, more.steps), (Some((40, true)), 40, 5));
     assert_eq!(model_dir.train_state().unwrap().unwrap().step, 45);
     // The resumed model keeps what it learned: its first loss is near the end of the first run.
     assert!(more.losses[0] < 0.8 * first, "resumed at loss {} vs initial {first}", more.losses[0]);

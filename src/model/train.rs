@@ -73,7 +73,8 @@ impl TrainOptions {
 /// Progress reports.
 #[derive(Debug, Clone)]
 pub enum TrainEvent {
-    Resumed { step: usize },
+    /// A checkpoint was resumed; `optimizer_restored` says whether the AdamW moments were too.
+    Resumed { step: usize, optimizer_restored: bool },
     Step { step: usize, loss: f32, lr: f64, grad_norm: f32, tokens_per_second: f64 },
     Eval { step: usize, loss: f32 },
     Checkpoint { step: usize },
@@ -244,7 +245,7 @@ pub fn train(
                 optimizer_restored = true;
             }
         }
-        on_event(TrainEvent::Resumed { step: state.step });
+        on_event(TrainEvent::Resumed { step: state.step, optimizer_restored });
     }
     let mut vars = varmap.all_vars();
     // A fixed order keeps the gradient norm's summation order, hence clipping, reproducible.
