@@ -86,6 +86,7 @@ fn main() {
             engine: EngineChoice::Fork,
             priors: Priors::default(),
             neural: None,
+            rank: None,
             sandbox: SandboxKind::Local,
             docker: DockerConfig::default(),
         };

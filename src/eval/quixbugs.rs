@@ -296,6 +296,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         engine: EngineChoice::Fork,
         priors: options.priors.clone(),
         neural: None,
+        rank: None,
         sandbox: options.sandbox,
         docker: options.docker.clone(),
     };

@@ -1,5 +1,5 @@
 //! HF-format model directories: `config.json`, `tokenizer.json`, `model.safetensors`, and
-//! `train_state.json` (for resuming).
+//! `train_state.json` + `optimizer.safetensors` (for resuming).
 
 use super::{CodeTokenizer, ModelConfig, ModelError};
 use serde::{Deserialize, Serialize};
@@ -62,6 +62,12 @@ impl ModelDir {
     #[must_use]
     pub fn state_path(&self) -> PathBuf {
         self.path.join("train_state.json")
+    }
+
+    /// AdamW moments and step counter of the last checkpoint (see `optim::AdamW::save`).
+    #[must_use]
+    pub fn optimizer_path(&self) -> PathBuf {
+        self.path.join("optimizer.safetensors")
     }
 
     /// True when config, tokenizer and weights are all present.

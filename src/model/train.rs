@@ -1,13 +1,14 @@
 //! Training loop: AdamW, linear warmup + cosine decay, global-norm gradient clipping,
-//! periodic held-out loss, checkpoint/resume in the model directory.
+//! periodic held-out loss, seeded init, exact checkpoint/resume in the model directory.
 
 use super::data::Example;
 use super::dir::{ModelDir, TrainState, TRAIN_STATE_FORMAT_VERSION};
-use super::t5::Seq2Seq;
+use super::optim::{AdamW, AdamWParams};
+use super::t5::{seeded_var_builder, Seq2Seq};
 use super::tokenizer::{EOS_ID, PAD_ID};
 use super::{CodeTokenizer, ModelConfig, ModelError};
 use candle_core::{DType, Device, Tensor};
-use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+use candle_nn::VarMap;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -32,7 +33,8 @@ pub struct TrainOptions {
     pub checkpoint_every: usize,
     /// Share of the examples held out for the eval loss (none when fewer than 4 examples).
     pub eval_fraction: f64,
-    /// Seeds the train/eval split and the batches (batch `k` depends only on seed and `k`).
+    /// Seeds the initial weights, the train/eval split and the batches (batch `k` depends
+    /// only on seed and `k`).
     pub seed: u64,
 }
 
@@ -71,7 +73,8 @@ impl TrainOptions {
 /// Progress reports.
 #[derive(Debug, Clone)]
 pub enum TrainEvent {
-    Resumed { step: usize },
+    /// A checkpoint was resumed; `optimizer_restored` says whether the AdamW moments were too.
+    Resumed { step: usize, optimizer_restored: bool },
     Step { step: usize, loss: f32, lr: f64, grad_norm: f32, tokens_per_second: f64 },
     Eval { step: usize, loss: f32 },
     Checkpoint { step: usize },
@@ -89,6 +92,9 @@ pub struct TrainSummary {
     pub tokens: usize,
     pub seconds: f64,
     pub parameters: usize,
+    /// A resumed run found `optimizer.safetensors` and restored the AdamW moments (false for
+    /// fresh runs and for checkpoints written before the moments were saved).
+    pub optimizer_restored: bool,
 }
 
 impl TrainSummary {
@@ -160,19 +166,30 @@ fn eval_loss(model: &Seq2Seq, eval: &[&Encoded], batch_size: usize, device: &Dev
     Ok((total / weight.max(1) as f64) as f32)
 }
 
-fn checkpoint(dir: &ModelDir, varmap: &VarMap, cfg: &ModelConfig, tokenizer: &CodeTokenizer, state: &TrainState) -> Result<(), ModelError> {
+fn checkpoint(
+    dir: &ModelDir,
+    varmap: &VarMap,
+    opt: &AdamW,
+    cfg: &ModelConfig,
+    tokenizer: &CodeTokenizer,
+    state: &TrainState,
+) -> Result<(), ModelError> {
     dir.create()?;
     let tmp = dir.path.join("model.safetensors.tmp");
     varmap.save(&tmp)?;
     std::fs::rename(&tmp, dir.weights_path()).map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+    opt.save(&dir.optimizer_path())?;
     dir.save_config(cfg)?;
     tokenizer.save(&dir.tokenizer_path())?;
     dir.save_train_state(state)
 }
 
-/// Train (or resume training) the model in `dir` on `examples`. When `dir` holds a
-/// checkpoint with `train_state.json`, its weights and step are restored (the AdamW moments
-/// restart from zero) and `cfg`/`tokenizer` must match it.
+/// Train (or resume training) the model in `dir` on `examples`. A fresh model is initialized
+/// from `opts.seed`. When `dir` holds a checkpoint with `train_state.json`, its weights, step
+/// and AdamW moments (`optimizer.safetensors`) are restored, so stopping at a checkpoint and
+/// resuming gives the weights of an uninterrupted run; `cfg`/`tokenizer` must match it. A
+/// checkpoint without `optimizer.safetensors` (or with one from another step) resumes with
+/// fresh moments.
 ///
 /// # Errors
 /// On tensor, tokenizer or I/O errors, or an empty data set.
@@ -204,8 +221,11 @@ pub fn train(
     let train_set: Vec<&Encoded> = order[n_eval..].iter().map(|&i| &encoded[i]).collect();
 
     let varmap = VarMap::new();
-    let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
+    let vb = seeded_var_builder(&varmap, opts.seed, DType::F32, device);
     let model = Seq2Seq::new(cfg, vb)?;
+    let params = AdamWParams { lr: opts.lr_at(0), weight_decay: opts.weight_decay, ..AdamWParams::default() };
+    let mut opt = AdamW::new(&varmap, params)?;
+    let mut optimizer_restored = false;
     let mut state = TrainState { format_version: TRAIN_STATE_FORMAT_VERSION, step: 0, total_steps: opts.steps, train_loss: Vec::new(), eval_loss: Vec::new() };
     if let Some(saved) = dir.train_state()? {
         let saved_cfg = dir.config()?;
@@ -216,11 +236,27 @@ pub fn train(
         varmap.load(dir.weights_path())?;
         state = saved;
         state.total_steps = opts.steps;
-        on_event(TrainEvent::Resumed { step: state.step });
+        if dir.optimizer_path().is_file() {
+            let mut restored = AdamW::new(&varmap, params)?;
+            restored.load(&dir.optimizer_path())?;
+            // A moment file from another step (a torn checkpoint) is not used.
+            if restored.step_count() == state.step {
+                opt = restored;
+                optimizer_restored = true;
+            }
+        }
+        on_event(TrainEvent::Resumed { step: state.step, optimizer_restored });
     }
-    let vars = varmap.all_vars();
-    let params = ParamsAdamW { lr: opts.lr_at(state.step), weight_decay: opts.weight_decay, ..ParamsAdamW::default() };
-    let mut opt = AdamW::new(vars.clone(), params)?;
+    let mut vars = varmap.all_vars();
+    // A fixed order keeps the gradient norm's summation order, hence clipping, reproducible.
+    let names: std::collections::HashMap<candle_core::TensorId, String> = varmap
+        .data()
+        .lock()
+        .expect("varmap lock")
+        .iter()
+        .map(|(name, v)| (v.as_tensor().id(), name.clone()))
+        .collect();
+    vars.sort_by(|a, b| names[&a.as_tensor().id()].cmp(&names[&b.as_tensor().id()]));
 
     let start_step = state.step;
     let started = Instant::now();
@@ -232,6 +268,7 @@ pub fn train(
         tokens: 0,
         seconds: 0.0,
         parameters: vars.iter().map(|v| v.elem_count()).sum(),
+        optimizer_restored,
     };
     let mut since_ckpt: Vec<f32> = Vec::new();
     while state.step < opts.steps {
@@ -279,12 +316,12 @@ pub fn train(
             let mean = since_ckpt.iter().sum::<f32>() / since_ckpt.len().max(1) as f32;
             state.train_loss.push((state.step, mean));
             since_ckpt.clear();
-            checkpoint(dir, &varmap, cfg, tokenizer, &state)?;
+            checkpoint(dir, &varmap, &opt, cfg, tokenizer, &state)?;
             on_event(TrainEvent::Checkpoint { step: state.step });
         }
     }
     if summary.steps == 0 && !dir.is_complete() {
-        checkpoint(dir, &varmap, cfg, tokenizer, &state)?;
+        checkpoint(dir, &varmap, &opt, cfg, tokenizer, &state)?;
     }
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

@@ -75,6 +75,7 @@ pub struct Frame {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Failure {
     pub when: String,
+    /// The exception's type name (`DeepdebugTimeout` / `DeepdebugCpuTimeout` for the limits).
     #[serde(rename = "type")]
     pub kind: String,
     pub message: String,

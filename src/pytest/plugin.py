@@ -59,6 +59,10 @@ class DeepdebugTimeout(BaseException):
     """Raised inside a test that ran past DEEPDEBUG_TEST_TIMEOUT."""
 
 
+class DeepdebugCpuTimeout(DeepdebugTimeout):
+    """Raised inside a test that used more CPU time than DEEPDEBUG_TEST_CPU."""
+
+
 def _emit(record):
     if _out is not None:
         _out.write(json.dumps(record) + "\n")
@@ -152,7 +156,7 @@ def _on_alarm(signum, frame):
 
 
 def _on_cpu(signum, frame):
-    raise DeepdebugTimeout("test used more than %.2fs of CPU time" % _CPU)
+    raise DeepdebugCpuTimeout("test used more than %.2fs of CPU time" % _CPU)
 
 
 def _record(nodeid):

@@ -2,13 +2,14 @@
 
 use super::candidate::{self, Candidate, GenerateLimits, GenerateStats, NeuralLimits};
 use super::priors::Priors;
+use super::rank::{self, Naturalness, RankStats, Ranker};
 use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,28 @@ pub struct FixOptions {
     pub sandbox: SandboxKind,
     /// Image and limits for `SandboxKind::Docker`.
     pub docker: DockerConfig,
+    /// Rank plausible patches by SmolLM2 likelihood (`None`: by operator score, first found).
+    pub rank: Option<RankOptions>,
+}
+
+/// Likelihood ranking of plausible patches (`fix --rank smollm`).
+#[derive(Debug, Clone)]
+pub struct RankOptions {
+    /// The SmolLM2 GGUF file.
+    pub gguf: PathBuf,
+    /// Plausible patches to collect before choosing (the search goes on after the first).
+    pub max_plausible: usize,
+    /// Share of the remaining search time the collection may take after the first plausible
+    /// patch.
+    pub extra_share: f64,
+}
+
+impl RankOptions {
+    /// Up to 5 plausible patches within 30% of the remaining search time.
+    #[must_use]
+    pub fn new(gguf: PathBuf) -> RankOptions {
+        RankOptions { gguf, max_plausible: 5, extra_share: 0.3 }
+    }
 }
 
 /// The seq2seq patcher as a candidate source beside the operators.
@@ -64,6 +87,10 @@ pub enum FixError {
     BaselineTimeout(Duration),
     #[error("patcher model: {0}")]
     Model(#[from] crate::model::ModelError),
+    #[error("`{path}` is a {task} model; `fix --model` needs a patch model (`train --task patch`)", path = .0.display(), task = .1)]
+    WrongTask(PathBuf, &'static str),
+    #[error("SmolLM2 ranker: {0}")]
+    Ranker(#[source] crate::model::ModelError),
 }
 
 fn format_collect_errors(errors: &[CollectError]) -> String {
@@ -112,6 +139,17 @@ pub struct FixOutcome {
     pub warnings: Vec<String>,
     pub elapsed: Duration,
     pub baseline_elapsed: Duration,
+    /// With `--rank smollm`: the model and the likelihoods of the plausible candidates.
+    pub ranking: Option<Ranking>,
+}
+
+/// What likelihood ranking saw.
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    pub model: PathBuf,
+    /// Candidate id → likelihoods, for every scored plausible candidate.
+    pub scores: HashMap<usize, Naturalness>,
+    pub stats: RankStats,
 }
 
 impl FixOutcome {
@@ -127,6 +165,8 @@ pub enum FixEvent {
     BaselineStarted,
     CandidatesReady { count: usize },
     Validated { candidate_id: usize, outcome_name: &'static str },
+    /// Plausible candidates are being scored by the language model.
+    Ranking { count: usize },
 }
 
 /// Run `fix`. The user's repository is only read; all test runs happen in scratch copies.
@@ -139,7 +179,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let project = Project::load(&options.repo)?;
     // Load the patcher first: a bad model directory should fail before the baseline runs.
     let mut sampler = match &options.neural {
-        Some(neural) => Some(crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?),
+        Some(neural) => {
+            let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
+            if sampler.config().task != crate::model::Task::Patch {
+                return Err(FixError::WrongTask(neural.model.clone(), sampler.config().task.name()));
+            }
+            Some(sampler)
+        }
+        None => None,
+    };
+    let mut ranker = match &options.rank {
+        Some(rank) => Some(Ranker::load(&rank.gguf).map_err(FixError::Ranker)?),
         None => None,
     };
     let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
@@ -193,6 +243,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         elapsed: Duration::ZERO,
         baseline_elapsed,
         baseline,
+        ranking: ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() }),
     };
     if failing.is_empty() {
         outcome.elapsed = start.elapsed();
@@ -267,6 +318,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let search_start = Instant::now();
     let pairs_at = search_start + search_deadline.saturating_duration_since(search_start).mul_f64(0.55);
     let mut phase = Phase::Single;
+    // With a ranker: whether the extra collection of plausible patches has run.
+    let mut collected = false;
     loop {
         if Instant::now() >= search_deadline {
             break;
@@ -279,7 +332,44 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         let round = lab::run(&pytest, &round_config, &outcome.candidates, &done, &forward)?;
         let exhausted = round.is_empty();
         validated.extend(round);
-        if let Some(choice) = choose_best(&outcome.candidates, &validated) {
+        if let (Some(ranker), Some(rank_options), Some(ranking)) = (ranker.as_mut(), &options.rank, outcome.ranking.as_mut()) {
+            let plausible = validated.iter().filter(|v| v.outcome.is_plausible()).count();
+            if !collected && plausible > 0 {
+                // Keep searching, in rank order, for more plausible patches to choose from.
+                collected = true;
+                let now = Instant::now();
+                if plausible < rank_options.max_plausible && now < search_deadline {
+                    let mut extra = config.clone();
+                    extra.deadline = now + search_deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
+                    extra.stop_after_plausible = rank_options.max_plausible - plausible;
+                    let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
+                    validated.extend(lab::run(&pytest, &extra, &outcome.candidates, &done, &forward)?);
+                }
+            }
+            let unscored: Vec<&Candidate> = validated
+                .iter()
+                .filter(|v| v.outcome.is_plausible() && !ranking.scores.contains_key(&v.candidate_id))
+                .map(|v| &outcome.candidates[v.candidate_id])
+                .collect();
+            if !unscored.is_empty() && Instant::now() >= search_deadline {
+                // Scoring must not eat the confirmation reserve: rank by operator score alone.
+                let note = "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".to_string();
+                let mut notes = notes.lock().expect("notes lock");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            } else if !unscored.is_empty() {
+                on_event(FixEvent::Ranking { count: unscored.len() });
+                ranking.scores.extend(ranking.stats.run(ranker, &project, &unscored).map_err(FixError::Ranker)?);
+            }
+        }
+        let key = |c: &Candidate| match &outcome.ranking {
+            Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
+            None => c.score,
+        };
+        let mut chose = false;
+        while let Some(choice) = choose_best(&outcome.candidates, &validated, &key) {
+            chose = true;
             let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
             if verdict.is_plausible() {
                 best = Some(choice);
@@ -288,6 +378,16 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
                 v.outcome = verdict;
             }
+            // With a ranker the collected runners-up are confirmed next; without, the search
+            // goes on (at most one plausible candidate is waiting).
+            if outcome.ranking.is_none() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        if best.is_some() {
+            break;
+        }
+        if chose {
             continue;
         }
         if phase == Phase::Single && (exhausted || Instant::now() >= pairs_at) {
@@ -315,7 +415,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             let mut ordered = pairs;
             let (tried, untried): (Vec<Candidate>, Vec<Candidate>) =
                 std::mem::take(&mut outcome.candidates).into_iter().partition(|c| done.contains(&c.id) || validated.iter().any(|v| v.candidate_id == c.id));
-            outcome.candidates = renumber(tried, &mut ordered, untried, &mut validated);
+            let map = renumber(&mut outcome.candidates, tried, &mut ordered, untried, &mut validated);
+            if let Some(ranking) = outcome.ranking.as_mut() {
+                ranking.scores = ranking.scores.drain().map(|(id, n)| (map[&id], n)).collect();
+            }
             continue;
         }
         if exhausted {
@@ -348,18 +451,19 @@ const PAIR_PARTNERS: usize = 60;
 const PAIR_SEEDS_WITHOUT_PARTIAL_FIXES: usize = 15;
 const MAX_PAIRS: usize = 1500;
 
-/// Put `tried` first, then `pairs`, then `untried`, giving every candidate its new position as
-/// id and rewriting the ids in `validated`.
+/// Put `tried` first, then `pairs`, then `untried` into `out`, giving every candidate its new
+/// position as id and rewriting the ids in `validated`. Returns the map old id → new id.
 fn renumber(
+    out: &mut Vec<Candidate>,
     tried: Vec<Candidate>,
     pairs: &mut Vec<Candidate>,
     untried: Vec<Candidate>,
     validated: &mut [Validated],
-) -> Vec<Candidate> {
+) -> HashMap<usize, usize> {
     let mut all: Vec<Candidate> = tried;
     all.append(pairs);
     all.extend(untried);
-    let mut map = std::collections::HashMap::new();
+    let mut map = HashMap::new();
     for (new_id, c) in all.iter_mut().enumerate() {
         map.insert(c.id, new_id);
         c.id = new_id;
@@ -367,23 +471,24 @@ fn renumber(
     for v in validated {
         v.candidate_id = map[&v.candidate_id];
     }
-    all
+    *out = all;
+    map
 }
 
 /// Fresh full-suite runs a plausible patch must pass before it is reported (the second
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: highest score (localization × operator prior), then the
-/// smallest edit, then the earliest generated.
-fn choose_best(candidates: &[Candidate], validated: &[Validated]) -> Option<usize> {
+/// Among plausible candidates: highest `key` (the score, localization × operator prior, or
+/// with a ranker `rank::combined`), then the smallest edit, then the earliest generated.
+fn choose_best(candidates: &[Candidate], validated: &[Validated], key: &dyn Fn(&Candidate) -> f64) -> Option<usize> {
     validated
         .iter()
         .filter(|v| v.outcome == CandidateOutcome::Plausible)
         .map(|v| &candidates[v.candidate_id])
         .min_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
+            key(b)
+                .total_cmp(&key(a))
                 .then_with(|| a.edit_size.cmp(&b.edit_size))
                 .then_with(|| a.id.cmp(&b.id))
         })

@@ -207,9 +207,14 @@ pub fn run(
         scratches.push(dir);
     }
     let first_error: Mutex<Option<LabError>> = Mutex::new(None);
+    // Candidates stopped by the tight CPU limit inside an originally failing test: checked
+    // again with the lenient limit once everything else has been tried (a correct fix may
+    // simply do more work than the buggy code did).
+    let recheck: Mutex<VecDeque<&Candidate>> = Mutex::new(VecDeque::new());
     std::thread::scope(|scope| {
         for scratch in &scratches {
             let queue = &queue;
+            let recheck = &recheck;
             let results = &results;
             let stop = &stop;
             let plausible_found = &plausible_found;
@@ -220,9 +225,19 @@ pub fn run(
                     if stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
                         break;
                     }
-                    let Some(candidate) = queue.lock().expect("queue lock").pop_front() else { break };
-                    match worker.validate(candidate) {
-                        Ok(validated) => {
+                    let next = queue.lock().expect("queue lock").pop_front();
+                    let (candidate, lenient) = match next {
+                        Some(c) => (c, false),
+                        None => match recheck.lock().expect("recheck lock").pop_front() {
+                            Some(c) => (c, true),
+                            None => break,
+                        },
+                    };
+                    match worker.validate(candidate, lenient) {
+                        Ok((validated, cpu_limited)) => {
+                            if cpu_limited && !lenient {
+                                recheck.lock().expect("recheck lock").push_back(candidate);
+                            }
                             let name = validated.outcome.name();
                             if validated.outcome.is_plausible()
                                 && plausible_found.fetch_add(1, Ordering::SeqCst) + 1
@@ -230,8 +245,12 @@ pub fn run(
                             {
                                 stop.store(true, Ordering::SeqCst);
                             }
-                            on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: name });
-                            results.lock().expect("results lock").push(validated);
+                            if !(lenient && cpu_limited) {
+                                on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: name });
+                            }
+                            let mut results = results.lock().expect("results lock");
+                            results.retain(|v: &Validated| v.candidate_id != candidate.id);
+                            results.push(validated);
                         }
                         Err(err) => {
                             stop.store(true, Ordering::SeqCst);
@@ -302,6 +321,8 @@ pub struct Worker<'a> {
     root: PathBuf,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
+    /// Use the wall-clock limit as CPU limit too (second look at CPU-limited candidates).
+    lenient: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -334,7 +355,7 @@ impl<'a> Worker<'a> {
                 }
             }
         };
-        Worker { pytest, config, root: root.to_path_buf(), engine, on_event }
+        Worker { pytest, config, root: root.to_path_buf(), engine, on_event, lenient: false }
     }
 
     /// Run `tests` (all of them, no early exit) against `file` replaced by `text`, hot-swapping
@@ -359,7 +380,9 @@ impl<'a> Worker<'a> {
         session
     }
 
-    fn validate(&mut self, candidate: &Candidate) -> Result<Validated, LabError> {
+    /// Validate one candidate; also says whether the tight CPU limit stopped an originally
+    /// failing test (worth a second, `lenient` look).
+    fn validate(&mut self, candidate: &Candidate, lenient: bool) -> Result<(Validated, bool), LabError> {
         let start = Instant::now();
         let file = &candidate.patch.file;
         let path = self.root.join(file);
@@ -368,9 +391,11 @@ impl<'a> Worker<'a> {
         let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| Swap { file: file.clone(), functions: f.functions.clone() });
         let affected = focus.map(|f| self.config.affected_tests(file, f));
-        let outcome = self.judge(swap.as_ref(), affected.as_deref());
+        self.lenient = lenient;
+        let judged = self.judge(swap.as_ref(), affected.as_deref());
         std::fs::write(&path, &original).map_err(LabError::Write)?;
-        Ok(Validated { candidate_id: candidate.id, outcome: outcome?, elapsed: start.elapsed() })
+        let (outcome, cpu_limited) = judged?;
+        Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed() }, cpu_limited))
     }
 
     fn session(
@@ -382,12 +407,13 @@ impl<'a> Worker<'a> {
     ) -> Result<Session, LabError> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
         let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
+        let per_test_cpu = if self.lenient { self.config.timeouts.per_test } else { self.config.timeouts.per_test_cpu };
         if let Engine::Fork(server) = &mut self.engine {
             let request = Request {
                 nodeids: selectors,
                 exit_first,
                 per_test_timeout: self.config.timeouts.per_test,
-                per_test_cpu: self.config.timeouts.per_test_cpu,
+                per_test_cpu,
                 session_timeout,
                 swap: swap.cloned(),
             };
@@ -404,7 +430,7 @@ impl<'a> Worker<'a> {
             selectors: selectors.unwrap_or(self.config.selectors),
             coverage: false,
             per_test_timeout: Some(self.config.timeouts.per_test),
-            per_test_cpu: Some(self.config.timeouts.per_test_cpu),
+            per_test_cpu: Some(per_test_cpu),
             session_timeout,
             exit_first,
         };
@@ -412,7 +438,8 @@ impl<'a> Worker<'a> {
     }
 
     /// `affected`: the passing tests that can be affected by the patch (`None`: all of them).
-    fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<CandidateOutcome, LabError> {
+    /// The outcome, and whether the tight CPU limit stopped an originally failing test.
+    fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<(CandidateOutcome, bool), LabError> {
         let config = self.config;
         // Originally failing tests first (those that hung in the baseline last): most
         // candidates are rejected there, cheaply. Tests passing before the first failure show
@@ -423,15 +450,25 @@ impl<'a> Worker<'a> {
             let mut all = config.failing.clone();
             all.extend(tests.iter().filter(|t| !config.failing.contains(t)).cloned());
             let session = self.session(Some(&all), all.len(), swap, true)?;
-            return Ok(self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible));
+            let outcome = self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible);
+            return Ok((outcome, self.cpu_limited_failing(&session)));
         }
         let first = self.session(Some(&config.failing), config.failing.len(), swap, true)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
-            return Ok(outcome);
+            return Ok((outcome, self.cpu_limited_failing(&first)));
         }
         let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
         let full = self.session(None, config.total_tests, swap, true)?;
-        Ok(self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible))
+        Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
+    }
+
+    /// An originally failing test was stopped by the CPU limit (not the wall clock).
+    fn cpu_limited_failing(&self, session: &Session) -> bool {
+        session.tests.iter().any(|t| {
+            t.outcome == crate::pytest::TestOutcome::Timeout
+                && self.config.failing.contains(&t.nodeid)
+                && t.failure.as_ref().is_some_and(|f| f.kind == CPU_TIMEOUT)
+        })
     }
 
     /// `None` when every test in `expected` passed (or was skipped).
@@ -475,6 +512,9 @@ fn fallback(pytest: &Pytest) -> &'static str {
         "using one pytest process per candidate"
     }
 }
+
+/// Exception type the plugin raises in a test past its CPU-time limit.
+const CPU_TIMEOUT: &str = "DeepdebugCpuTimeout";
 
 fn last_line(text: &str) -> String {
     text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()

@@ -4,4 +4,5 @@ pub mod candidate;
 pub mod lab;
 pub mod operators;
 pub mod priors;
+pub mod rank;
 pub mod fix;

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
+pub mod cli;
 
 /// A project in a temp dir from (path, content) pairs.
+#[allow(dead_code)] // not every test crate builds projects
 #[must_use]
 pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
