@@ -100,15 +100,7 @@ fn docker_row(candidates_per_run: usize) {
     make_project(dir.path(), 1, 5);
     let project = Project::load(dir.path()).unwrap();
     let baseline = pytest
-        .run(&RunSpec {
-            root: project.root(),
-            selectors: &[],
-            coverage: true,
-            per_test_timeout: Some(Duration::from_secs(10)),
-            per_test_cpu: None,
-            session_timeout: Duration::from_secs(300),
-            exit_first: false,
-        })
+        .run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(300)))
         .unwrap();
     let localization = localize(&project, &baseline);
     let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
@@ -153,15 +145,7 @@ fn main() {
         let scratch = tempfile::tempdir().unwrap();
         copy_tree(project.root(), scratch.path()).unwrap();
         let baseline = pytest
-            .run(&RunSpec {
-                root: scratch.path(),
-                selectors: &[],
-                coverage: true,
-                per_test_timeout: Some(Duration::from_secs(10)),
-                per_test_cpu: None,
-                session_timeout: Duration::from_secs(300),
-                exit_first: false,
-            })
+            .run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300)))
             .unwrap();
         let localization = localize(&project, &baseline);
         let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());

@@ -121,15 +121,7 @@ fn pytest_sessions_in_docker_report_back_without_network() {
     let pytest = Pytest::with_sandbox(Path::new("/root/.pyenv/shims/python3"), Arc::new(sandbox)).unwrap();
     assert_eq!(pytest.python(), Path::new(IMAGE_PYTHON));
     let session = pytest
-        .run(&RunSpec {
-            root: dir.path(),
-            selectors: &[],
-            coverage: true,
-            per_test_timeout: Some(Duration::from_secs(10)),
-            per_test_cpu: None,
-            session_timeout: Duration::from_secs(60),
-            exit_first: false,
-        })
+        .run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60)))
         .unwrap();
     let outcome = |id: &str| session.test(id).map(|t| t.outcome);
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed), "{}", session.output_tail);

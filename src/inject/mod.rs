@@ -221,15 +221,7 @@ fn inject_repo(
         .map_err(|e| RepoError::Skip(e.to_string()))?;
     copy_tree(project.root(), scratch.path()).map_err(|e| RepoError::Skip(e.to_string()))?;
     let baseline = pytest
-        .run(&RunSpec {
-            root: scratch.path(),
-            selectors: &[],
-            coverage: true,
-            per_test_timeout: Some(Duration::from_secs(10)),
-            per_test_cpu: None,
-            session_timeout: options.repo_timeout,
-            exit_first: false,
-        })
+        .run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), options.repo_timeout))
         .map_err(|e| RepoError::Skip(e.to_string()))?;
     if baseline.exit.is_timeout() {
         return Err(RepoError::Skip("the test suite did not finish in time".into()));

@@ -192,6 +192,22 @@ pub struct RunSpec<'a> {
     pub exit_first: bool,
 }
 
+impl<'a> RunSpec<'a> {
+    /// The whole suite with coverage and a per-test wall-clock limit: a baseline run.
+    #[must_use]
+    pub fn baseline(root: &'a Path, per_test_timeout: Duration, session_timeout: Duration) -> RunSpec<'a> {
+        RunSpec {
+            root,
+            selectors: &[],
+            coverage: true,
+            per_test_timeout: Some(per_test_timeout),
+            per_test_cpu: None,
+            session_timeout,
+            exit_first: false,
+        }
+    }
+}
+
 /// A Python interpreter with pytest and the deepdebug plugin available, in a sandbox.
 pub struct Pytest {
     python: PathBuf,
@@ -409,15 +425,7 @@ mod tests {
         .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let session = pytest
-            .run(&RunSpec {
-                root: dir.path(),
-                selectors: &[],
-                coverage: true,
-                per_test_timeout: Some(Duration::from_secs(3)),
-                per_test_cpu: None,
-                session_timeout: Duration::from_secs(60),
-                exit_first: false,
-            })
+            .run(&RunSpec::baseline(dir.path(), Duration::from_secs(3), Duration::from_secs(60)))
             .unwrap();
         let hung: Vec<&TestResult> = session.tests.iter().filter(|t| t.outcome == TestOutcome::Timeout).collect();
         assert_eq!(hung.len(), 4, "{:?}", session.tests);
@@ -439,13 +447,9 @@ mod tests {
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let session = pytest
             .run(&RunSpec {
-                root: dir.path(),
-                selectors: &[],
                 coverage: false,
-                per_test_timeout: Some(Duration::from_secs(5)),
                 per_test_cpu: Some(Duration::from_millis(100)),
-                session_timeout: Duration::from_secs(60),
-                exit_first: false,
+                ..RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))
             })
             .unwrap();
         let spin = session.test("test_cpu.py::test_spin").unwrap();

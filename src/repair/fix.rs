@@ -206,13 +206,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         .map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
     crate::project::copy_tree(project.root(), scratch.path()).map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
     let baseline = pytest.run(&RunSpec {
-        root: scratch.path(),
         selectors: &options.selectors,
-        coverage: true,
-        per_test_timeout: Some(options.baseline_test_timeout),
-        per_test_cpu: None,
-        session_timeout: options.timeout,
-        exit_first: false,
+        ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, options.timeout)
     })?;
     let baseline_elapsed = start.elapsed();
     if baseline.exit.is_timeout() {
