@@ -111,6 +111,12 @@ def test_broken():
 
 def test_network():
     socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+
+def test_writes_beside_itself():
+    import pathlib
+    out = pathlib.Path(__file__).with_name("out.txt")
+    out.write_text("ok")
+    assert out.read_text() == "ok"
 "#;
 
 #[test]
@@ -127,6 +133,8 @@ fn pytest_sessions_in_docker_report_back_without_network() {
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed), "{}", session.output_tail);
     assert_eq!(outcome("test_calc.py::test_broken"), Some(TestOutcome::Failed));
     assert_eq!(outcome("test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
+    // The session's directory (a scratch copy in real runs) is writable, as in a checkout.
+    assert_eq!(outcome("test_calc.py::test_writes_beside_itself"), Some(TestOutcome::Passed), "{}", session.output_tail);
     assert!(session.test("test_calc.py::test_double").unwrap().coverage.contains_key("calc.py"));
 }
 
@@ -394,6 +402,8 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
     let outcome = |id: &str| session.test(id).map(|t| t.outcome);
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed));
     assert_eq!(outcome("test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
+    // The session's directory (a scratch copy in real runs) is writable, as in a checkout.
+    assert_eq!(outcome("test_calc.py::test_writes_beside_itself"), Some(TestOutcome::Passed), "{}", session.output_tail);
 }
 
 #[test]

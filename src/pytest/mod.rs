@@ -337,7 +337,9 @@ impl Pytest {
             args,
             source: spec.root,
             read_only: vec![self.plugin_dir.path()],
-            writable: vec![run_dir.path()],
+            // Sessions run in scratch copies: tests may write beside themselves, as they would
+            // in the user's checkout.
+            writable: vec![run_dir.path(), spec.root],
             env,
             timeout: spec.session_timeout,
             limits: self.limits,

@@ -364,7 +364,7 @@ fn start_container(
         args,
         source: root,
         read_only: vec![plugin_dir],
-        writable: vec![reports],
+        writable: vec![reports, root],
         env: server_env(plugin_dir, root, 1),
         timeout: Duration::MAX,
         limits: Limits::default(),

@@ -181,8 +181,15 @@ impl DockerSandbox {
             }
         }
         for dir in &job.writable {
-            std::os::unix::fs::chown(dir, Some(self.user.0), Some(self.user.1))
-                .map_err(io_err(format!("hand {} to the sandbox user", dir.display())))?;
+            // The whole tree: a writable source is a scratch copy whose files tests may rewrite.
+            for entry in walkdir::WalkDir::new(dir).follow_links(false) {
+                let entry = entry.map_err(|e| SandboxError::Io {
+                    action: format!("walk {}", dir.display()),
+                    source: e.into(),
+                })?;
+                std::os::unix::fs::lchown(entry.path(), Some(self.user.0), Some(self.user.1))
+                    .map_err(io_err(format!("hand {} to the sandbox user", entry.path().display())))?;
+            }
         }
         Ok(())
     }
