@@ -1,0 +1,224 @@
+//! Quantized llama decoder from a GGUF file, with logits for every position and a causal mask on top of the KV cache.
+
+// Adapted from candle-transformers 0.9.2, `src/models/quantized_llama.rs`
+// (https://github.com/huggingface/candle), copyright the candle authors, dual-licensed under
+// MIT or Apache-2.0. Changes: only dense GGUF models (no `from_ggml`, mixture-of-experts files
+// are refused), no tracing spans or Metal SDPA path, `forward_tail` returns the logits of the
+// last `n` positions (`forward_all`: every position), and the causal mask also covers a
+// multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`).
+
+use super::ModelError;
+use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::Embedding;
+use candle_transformers::quantized_nn::RmsNorm;
+
+/// Positions for which rotary embeddings are precomputed.
+pub const MAX_SEQ_LEN: usize = 4096;
+
+#[derive(Debug, Clone)]
+struct Mlp {
+    w1: QMatMul,
+    w2: QMatMul,
+    w3: QMatMul,
+}
+
+impl Mlp {
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        let w1 = self.w1.forward(xs)?;
+        let w3 = self.w3.forward(xs)?;
+        self.w2.forward(&(candle_nn::ops::silu(&w1)? * w3)?)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    wo: QMatMul,
+    attention_norm: RmsNorm,
+    mlp: Mlp,
+    ffn_norm: RmsNorm,
+    n_head: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+    cos: Tensor,
+    sin: Tensor,
+    neg_inf: Tensor,
+    kv_cache: Option<(Tensor, Tensor)>,
+}
+
+impl Layer {
+    fn rotary(&self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        let (_b, _h, seq_len, _d) = x.dims4()?;
+        let cos = self.cos.narrow(0, index_pos, seq_len)?;
+        let sin = self.sin.narrow(0, index_pos, seq_len)?;
+        candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
+    }
+
+    fn attention(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize) -> candle_core::Result<Tensor> {
+        let (b, seq_len, n_embd) = x.dims3()?;
+        let q = self.wq.forward(x)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
+        let k = self.wk.forward(x)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
+        let v = self.wv.forward(x)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
+        let q = self.rotary(&q, index_pos)?;
+        let k = self.rotary(&k, index_pos)?;
+        let (k, v) = match &self.kv_cache {
+            Some((k_cache, v_cache)) if index_pos > 0 => (Tensor::cat(&[k_cache, &k], 2)?, Tensor::cat(&[v_cache, &v], 2)?),
+            _ => (k, v),
+        };
+        self.kv_cache = Some((k.clone(), v.clone()));
+        let k = candle_transformers::utils::repeat_kv(k, self.n_head / self.n_kv_head)?;
+        let v = candle_transformers::utils::repeat_kv(v, self.n_head / self.n_kv_head)?;
+        #[allow(clippy::cast_precision_loss)]
+        let att = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let att = match mask {
+            None => att,
+            Some(mask) => mask.broadcast_as(att.shape())?.where_cond(&self.neg_inf.broadcast_as(att.shape())?, &att)?,
+        };
+        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        let y = att.matmul(&v.contiguous()?)?;
+        let y = y.transpose(1, 2)?.reshape((b, seq_len, n_embd))?;
+        self.wo.forward(&y)
+    }
+}
+
+/// A llama-architecture decoder with quantized weights and a KV cache. Cloning is cheap (the
+/// weights are shared) and copies the cache, so a cached prefix can be continued several ways.
+#[derive(Debug, Clone)]
+pub struct Llama {
+    embeddings: Embedding,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: QMatMul,
+}
+
+fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    #[allow(clippy::cast_precision_loss)]
+    let theta: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / freq_base.powf(i as f32 / head_dim as f32)).collect();
+    let theta = Tensor::new(theta.as_slice(), device)?;
+    let idx_theta = Tensor::arange(0, MAX_SEQ_LEN as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((MAX_SEQ_LEN, 1))?
+        .matmul(&theta.reshape((1, theta.elem_count()))?)?;
+    Ok((idx_theta.cos()?, idx_theta.sin()?))
+}
+
+/// `mask[i][j]` is 1 where query `i` (at position `index_pos + i`) must not see key `j`.
+fn causal_mask(seq_len: usize, index_pos: usize, device: &Device) -> candle_core::Result<Tensor> {
+    let keys = index_pos + seq_len;
+    let mask: Vec<u8> = (0..seq_len).flat_map(|i| (0..keys).map(move |j| u8::from(j > index_pos + i))).collect();
+    Tensor::from_slice(&mask, (seq_len, keys), device)
+}
+
+impl Llama {
+    /// Load a dense llama GGUF (`llama.*` metadata, `blk.N.*` tensors).
+    ///
+    /// # Errors
+    /// On missing metadata or tensors, and for mixture-of-experts models.
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
+        Llama::load(ct, reader, device, false)
+    }
+
+    /// Like [`Llama::from_gguf`], with the matmul weights dequantized to f32: slower, but
+    /// without the 8-bit quantization of activations that quantized matmuls do, so results
+    /// depend on the input's shape only through f32 rounding (used to check the batched forward).
+    ///
+    /// # Errors
+    /// As [`Llama::from_gguf`].
+    pub fn from_gguf_f32<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
+        Llama::load(ct, reader, device, true)
+    }
+
+    fn load<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device, f32_weights: bool) -> Result<Llama, ModelError> {
+        let matmul = |t: candle_core::quantized::QTensor| -> candle_core::Result<QMatMul> {
+            if f32_weights { Ok(QMatMul::Tensor(t.dequantize(device)?)) } else { QMatMul::from_qtensor(t) }
+        };
+        let md = |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
+        let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
+        if experts > 1 {
+            return Err(ModelError::Config(format!("mixture-of-experts GGUF (llama.expert_count = {experts}) is not supported")));
+        }
+        let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
+        let n_kv_head = md("llama.attention.head_count_kv")?.to_u32()? as usize;
+        let block_count = md("llama.block_count")?.to_u32()? as usize;
+        let embedding_length = md("llama.embedding_length")?.to_u32()? as usize;
+        let rope_dim = md("llama.rope.dimension_count")?.to_u32()? as usize;
+        let rms_norm_eps = f64::from(md("llama.attention.layer_norm_rms_epsilon")?.to_f32()?);
+        let rope_freq_base = md("llama.rope.freq_base").and_then(|m| Ok(m.to_f32()?)).unwrap_or(10000f32);
+        let (cos, sin) = rope_tables(rope_dim, rope_freq_base, device)?;
+        let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
+        let mut tensor = |name: &str| ct.tensor(reader, name, device);
+        let embeddings_q = tensor("token_embd.weight")?;
+        let embeddings = embeddings_q.dequantize(device)?;
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, rms_norm_eps)?;
+        let output = match tensor("output.weight") {
+            Ok(t) => t,
+            Err(_) => embeddings_q,
+        };
+        let mut layers = Vec::with_capacity(block_count);
+        for i in 0..block_count {
+            let mut q = |name: &str| -> candle_core::Result<QMatMul> { matmul(tensor(&format!("blk.{i}.{name}.weight"))?) };
+            let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
+            let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")? };
+            let attention_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, rms_norm_eps)?;
+            let ffn_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, rms_norm_eps)?;
+            layers.push(Layer {
+                wq,
+                wk,
+                wv,
+                wo,
+                attention_norm,
+                mlp,
+                ffn_norm,
+                n_head,
+                n_kv_head,
+                head_dim: embedding_length / n_head,
+                cos: cos.clone(),
+                sin: sin.clone(),
+                neg_inf: neg_inf.clone(),
+                kv_cache: None,
+            });
+        }
+        Ok(Llama { embeddings: Embedding::new(embeddings, embedding_length), layers, norm, output: matmul(output)? })
+    }
+
+    /// Run tokens `x` (`(batch, seq_len)`) at positions `index_pos..`, appending to the KV cache
+    /// (`index_pos == 0` starts a new one), and return the logits of the last `n` positions,
+    /// `(batch, n, vocab)`.
+    ///
+    /// # Errors
+    /// On shape errors, `n > seq_len`, or positions past [`MAX_SEQ_LEN`].
+    pub fn forward_tail(&mut self, x: &Tensor, index_pos: usize, n: usize) -> candle_core::Result<Tensor> {
+        let (_b, seq_len) = x.dims2()?;
+        if n > seq_len {
+            candle_core::bail!("asked for the logits of {n} positions of {seq_len}");
+        }
+        let mask = if seq_len == 1 { None } else { Some(causal_mask(seq_len, index_pos, x.device())?) };
+        let mut h = self.embeddings.forward(x)?;
+        for layer in &mut self.layers {
+            let attn = layer.attention(&layer.attention_norm.forward(&h)?, mask.as_ref(), index_pos)?;
+            let h1 = (attn + &h)?;
+            h = (layer.mlp.forward(&layer.ffn_norm.forward(&h1)?)? + h1)?;
+        }
+        let h = self.norm.forward(&h.narrow(1, seq_len - n, n)?)?;
+        self.output.forward(&h)
+    }
+
+    /// Logits of every position, `(batch, seq_len, vocab)`; see [`Llama::forward_tail`].
+    ///
+    /// # Errors
+    /// As [`Llama::forward_tail`].
+    pub fn forward_all(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        self.forward_tail(x, index_pos, x.dim(1)?)
+    }
+
+    /// Logits of the last position, `(batch, vocab)`, for generation; see [`Llama::forward_tail`].
+    ///
+    /// # Errors
+    /// As [`Llama::forward_tail`].
+    pub fn forward(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        self.forward_tail(x, index_pos, 1)?.squeeze(1)
+    }
+}
