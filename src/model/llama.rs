@@ -65,6 +65,10 @@ impl Layer {
         let q = self.rotary(&q, index_pos)?;
         let k = self.rotary(&k, index_pos)?;
         let (k, v) = match &self.kv_cache {
+            // A cache of batch 1 (a shared prefix) is continued by every row of a batch.
+            Some((k_cache, v_cache)) if index_pos > 0 && k_cache.dim(0)? == 1 && b > 1 => {
+                (Tensor::cat(&[&k_cache.repeat((b, 1, 1, 1))?, &k], 2)?, Tensor::cat(&[&v_cache.repeat((b, 1, 1, 1))?, &v], 2)?)
+            }
             Some((k_cache, v_cache)) if index_pos > 0 => (Tensor::cat(&[k_cache, &k], 2)?, Tensor::cat(&[v_cache, &v], 2)?),
             _ => (k, v),
         };
@@ -185,8 +189,8 @@ impl Llama {
     }
 
     /// Run tokens `x` (`(batch, seq_len)`) at positions `index_pos..`, appending to the KV cache
-    /// (`index_pos == 0` starts a new one), and return the logits of the last `n` positions,
-    /// `(batch, n, vocab)`.
+    /// (`index_pos == 0` starts a new one; a cache of batch 1 is shared by all rows), and return
+    /// the logits of the last `n` positions, `(batch, n, vocab)`.
     ///
     /// # Errors
     /// On shape errors, `n > seq_len`, or positions past [`MAX_SEQ_LEN`].

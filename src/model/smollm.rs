@@ -109,6 +109,10 @@ fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<(Tokenizer, u32), Mode
     Ok((tok, eos))
 }
 
+/// Most padded positions scored in one batched forward of [`SmolLm::score_alternatives`]
+/// (their logits take `BATCH_ROWS × vocab × 4` bytes, 100 MB for SmolLM2's 49152).
+const BATCH_ROWS: usize = 512;
+
 /// A loaded SmolLM2 (or other llama-architecture GGUF).
 pub struct SmolLm {
     model: Llama,
@@ -160,19 +164,48 @@ impl SmolLm {
         Ok(self.model.forward_tail(&x, pos, n)?.squeeze(0)?.to_dtype(candle_core::DType::F32)?)
     }
 
-    /// Log-probabilities of `rest`, whose first token is predicted by `first` (logits `(1, vocab)`)
-    /// and whose later tokens by one forward of `rest[..n - 1]` at `pos..` on the cached state.
-    fn continuation_log_probs(&mut self, first: &Tensor, rest: &[u32], pos: usize) -> Result<Vec<f64>, ModelError> {
-        if rest.is_empty() {
-            return Ok(Vec::new());
+    /// Log-probabilities of each of `rests`, whose first tokens are predicted by `first` (logits
+    /// `(1, vocab)`) and whose later tokens by forwards of `rest[..n - 1]` at `pos..` on the
+    /// cached state (batch 1): the rests are right-padded and run as batches, at most
+    /// [`BATCH_ROWS`] padded positions each, every batch from a clone of that state.
+    fn continuation_log_probs(&mut self, first: &Tensor, rests: &[&[u32]], pos: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+        let shared = self.model.clone();
+        let mut out = Vec::with_capacity(rests.len());
+        let mut start = 0;
+        while start < rests.len() {
+            let mut end = start + 1;
+            let mut width = rests[start].len().saturating_sub(1);
+            while end < rests.len() && (end + 1 - start) * width.max(rests[end].len().saturating_sub(1)) <= BATCH_ROWS {
+                width = width.max(rests[end].len().saturating_sub(1));
+                end += 1;
+            }
+            let batch = &rests[start..end];
+            let more = if width == 0 {
+                None
+            } else {
+                let mut ids = vec![self.eos; batch.len() * width];
+                for (row, rest) in batch.iter().enumerate() {
+                    let inputs = &rest[..rest.len().saturating_sub(1)];
+                    ids[row * width..row * width + inputs.len()].copy_from_slice(inputs);
+                }
+                self.model = shared.clone();
+                let x = Tensor::from_vec(ids, (batch.len(), width), &self.device)?;
+                Some(self.model.forward_all(&x, pos)?.to_dtype(candle_core::DType::F32)?)
+            };
+            for (row, rest) in batch.iter().enumerate() {
+                if rest.is_empty() {
+                    out.push(Vec::new());
+                    continue;
+                }
+                let logits = match &more {
+                    Some(more) if rest.len() > 1 => Tensor::cat(&[first, &more.get(row)?.narrow(0, 0, rest.len() - 1)?], 0)?,
+                    _ => first.clone(),
+                };
+                out.push(token_log_probs(&logits, rest)?);
+            }
+            start = end;
         }
-        let logits = if rest.len() > 1 {
-            let more = self.tail_logits(&rest[..rest.len() - 1], pos, rest.len() - 1)?;
-            Tensor::cat(&[first, &more], 0)?
-        } else {
-            first.clone()
-        };
-        token_log_probs(&logits, rest)
+        Ok(out)
     }
 
     /// Per-token log-probabilities behind [`SmolLm::score_alternatives`].
@@ -191,19 +224,15 @@ impl SmolLm {
         common = common.min(min_len.saturating_sub(1));
         let context: Vec<u32> = p.iter().chain(ids.first().map_or(&[][..], |x| &x[..common])).copied().collect();
         let first = self.tail_logits(&context, 0, 1)?;
-        let shared = self.model.clone();
-        let mut out = Vec::with_capacity(ids.len());
-        for alt in &ids {
-            self.model = shared.clone();
-            let rest = &alt[common..alt.len().min(common + max_tokens)];
-            out.push(self.continuation_log_probs(&first, rest, context.len())?);
-        }
-        Ok(out)
+        let rests: Vec<&[u32]> = ids.iter().map(|alt| &alt[common..alt.len().min(common + max_tokens)]).collect();
+        self.continuation_log_probs(&first, &rests, context.len())
     }
 
     /// Log-likelihoods of several alternative continuations of one `prompt`, each counted from
     /// the first token where the alternatives differ (at most `max_tokens` from there), with
-    /// the prompt and the common token prefix run once and its cache shared. For ranking the
+    /// the prompt and the common token prefix run once and its cache shared by the alternatives,
+    /// which run right-padded as a batch (one forward for up to `BATCH_ROWS` = 512 padded
+    /// positions). For ranking the
     /// alternatives this equals their full log-likelihoods: the common part adds the same
     /// amount to each.
     ///
