@@ -42,6 +42,11 @@ fn smollm() {
     let secs = start.elapsed().as_secs_f64();
     let tokens: usize = scores.iter().map(|s| s.tokens).sum();
     println!("smollm alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)", tokens as f64 / secs);
+    let start = std::time::Instant::now();
+    let text = lm.generate(prompt, 32, 0.0, 0, "").unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let tokens = lm.encode(&text).unwrap().len();
+    println!("smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)", tokens as f64 / secs);
 }
 
 fn main() {
