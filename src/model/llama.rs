@@ -25,8 +25,8 @@ pub enum Weights {
     /// Dequantized f32 weights for everything: one f32 GEMM over all rows, no activation
     /// quantization; about 4 bytes per parameter.
     F32,
-    /// Both: f32 for inputs of several rows (prompts, scoring), quantized for single rows
-    /// (generation steps, where reading 4-bit weights is faster).
+    /// Both: f32 for forwards of several positions (prompts, scoring), quantized for one
+    /// position (generation steps, where reading 4-bit weights is faster).
     Mixed,
 }
 
@@ -50,10 +50,10 @@ impl Linear {
         Ok(Linear { quantized, dense })
     }
 
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        let rows = xs.elem_count() / xs.dim(candle_core::D::Minus1)?.max(1);
+    /// `dense`: prefer the f32 matmul (the forward runs several positions).
+    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
         match (&self.quantized, &self.dense) {
-            (Some(q), Some(_)) if rows == 1 => q.forward(xs),
+            (Some(q), Some(_)) if !dense => q.forward(xs),
             (_, Some(d)) | (Some(d), None) => d.forward(xs),
             (None, None) => candle_core::bail!("a weight without a matmul"),
         }
@@ -68,10 +68,10 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        let w1 = self.w1.forward(xs)?;
-        let w3 = self.w3.forward(xs)?;
-        self.w2.forward(&(candle_nn::ops::silu(&w1)? * w3)?)
+    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
+        let w1 = self.w1.forward(xs, dense)?;
+        let w3 = self.w3.forward(xs, dense)?;
+        self.w2.forward(&(candle_nn::ops::silu(&w1)? * w3)?, dense)
     }
 }
 
@@ -101,11 +101,11 @@ impl Layer {
         candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
     }
 
-    fn attention(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize) -> candle_core::Result<Tensor> {
+    fn attention(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize, dense: bool) -> candle_core::Result<Tensor> {
         let (b, seq_len, n_embd) = x.dims3()?;
-        let q = self.wq.forward(x)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
-        let k = self.wk.forward(x)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
-        let v = self.wv.forward(x)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
+        let q = self.wq.forward(x, dense)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
+        let k = self.wk.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
+        let v = self.wv.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
         let q = self.rotary(&q, index_pos)?;
         let k = self.rotary(&k, index_pos)?;
         let (k, v) = match &self.kv_cache {
@@ -128,7 +128,7 @@ impl Layer {
         let att = candle_nn::ops::softmax_last_dim(&att)?;
         let y = att.matmul(&v.contiguous()?)?;
         let y = y.transpose(1, 2)?.reshape((b, seq_len, n_embd))?;
-        self.wo.forward(&y)
+        self.wo.forward(&y, dense)
     }
 }
 
@@ -236,19 +236,21 @@ impl Llama {
     /// # Errors
     /// On shape errors, `n > seq_len`, or positions past [`MAX_SEQ_LEN`].
     pub fn forward_tail(&mut self, x: &Tensor, index_pos: usize, n: usize) -> candle_core::Result<Tensor> {
-        let (_b, seq_len) = x.dims2()?;
+        let (b, seq_len) = x.dims2()?;
+        // With `Weights::Mixed`, the whole forward uses one kind of matmul.
+        let dense = b * seq_len > 1;
         if n > seq_len {
             candle_core::bail!("asked for the logits of {n} positions of {seq_len}");
         }
         let mask = if seq_len == 1 { None } else { Some(causal_mask(seq_len, index_pos, x.device())?) };
         let mut h = self.embeddings.forward(x)?;
         for layer in &mut self.layers {
-            let attn = layer.attention(&layer.attention_norm.forward(&h)?, mask.as_ref(), index_pos)?;
+            let attn = layer.attention(&layer.attention_norm.forward(&h)?, mask.as_ref(), index_pos, dense)?;
             let h1 = (attn + &h)?;
-            h = (layer.mlp.forward(&layer.ffn_norm.forward(&h1)?)? + h1)?;
+            h = (layer.mlp.forward(&layer.ffn_norm.forward(&h1)?, dense)? + h1)?;
         }
         let h = self.norm.forward(&h.narrow(1, seq_len - n, n)?)?;
-        self.output.forward(&h)
+        self.output.forward(&h, dense)
     }
 
     /// Logits of every position, `(batch, seq_len, vocab)`; see [`Llama::forward_tail`].
