@@ -4,8 +4,10 @@
 // (https://github.com/huggingface/candle), copyright the candle authors, dual-licensed under
 // MIT or Apache-2.0. Changes: only dense GGUF models (no `from_ggml`, mixture-of-experts files
 // are refused), no tracing spans or Metal SDPA path, `forward_tail` returns the logits of the
-// last `n` positions (`forward_all`: every position), and the causal mask also covers a
-// multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`).
+// last `n` positions (`forward_all`: every position), the causal mask also covers a
+// multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`), a
+// batch-1 cache is shared by every row of a batch, and the matmul weights can be kept in f32
+// (`Weights`).
 
 use super::ModelError;
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
