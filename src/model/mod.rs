@@ -3,6 +3,7 @@
 pub mod config;
 pub mod data;
 pub mod dir;
+pub mod llama;
 pub mod optim;
 pub mod sample;
 pub mod smollm;

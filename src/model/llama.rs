@@ -1,0 +1,273 @@
+//! Quantized llama decoder from a GGUF file, with logits for every position and a causal mask on top of the KV cache.
+
+// Adapted from candle-transformers 0.9.2, `src/models/quantized_llama.rs`
+// (https://github.com/huggingface/candle), copyright the candle authors, dual-licensed under
+// MIT or Apache-2.0. Changes: only dense GGUF models (no `from_ggml`, mixture-of-experts files
+// are refused), no tracing spans or Metal SDPA path, `forward_tail` returns the logits of the
+// last `n` positions (`forward_all`: every position), the causal mask also covers a
+// multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`), a
+// batch-1 cache is shared by every row of a batch, and the matmul weights can be kept in f32
+// (`Weights`).
+
+use super::ModelError;
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::Embedding;
+use candle_transformers::quantized_nn::RmsNorm;
+
+/// Positions for which rotary embeddings are precomputed.
+pub const MAX_SEQ_LEN: usize = 4096;
+
+/// Which matmul weights a [`Llama`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// The GGUF's quantized weights: candle's quantized CPU matmul quantizes each input row to
+    /// 8 bits and costs the same per row batched or not; the least memory.
+    Quantized,
+    /// Dequantized f32 weights for everything: one f32 GEMM over all rows, no activation
+    /// quantization; about 4 bytes per parameter.
+    F32,
+    /// Both: f32 for forwards of several positions (prompts, scoring), quantized for one
+    /// position (generation steps, where reading 4-bit weights is faster).
+    Mixed,
+}
+
+/// A weight matrix with its quantized and/or f32 matmul.
+#[derive(Debug, Clone)]
+struct Linear {
+    quantized: Option<QMatMul>,
+    dense: Option<QMatMul>,
+}
+
+impl Linear {
+    fn new(t: QTensor, weights: Weights, device: &Device) -> candle_core::Result<Linear> {
+        let dense = match weights {
+            Weights::Quantized => None,
+            Weights::F32 | Weights::Mixed => Some(QMatMul::Tensor(t.dequantize(device)?)),
+        };
+        let quantized = match weights {
+            Weights::F32 => None,
+            Weights::Quantized | Weights::Mixed => Some(QMatMul::from_qtensor(t)?),
+        };
+        Ok(Linear { quantized, dense })
+    }
+
+    /// `dense`: prefer the f32 matmul (the forward runs several positions).
+    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
+        match (&self.quantized, &self.dense) {
+            (Some(q), Some(_)) if !dense => q.forward(xs),
+            (_, Some(d)) | (Some(d), None) => d.forward(xs),
+            (None, None) => candle_core::bail!("a weight without a matmul"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Mlp {
+    w1: Linear,
+    w2: Linear,
+    w3: Linear,
+}
+
+impl Mlp {
+    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
+        let w1 = self.w1.forward(xs, dense)?;
+        let w3 = self.w3.forward(xs, dense)?;
+        self.w2.forward(&(candle_nn::ops::silu(&w1)? * w3)?, dense)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
+    attention_norm: RmsNorm,
+    mlp: Mlp,
+    ffn_norm: RmsNorm,
+    n_head: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+    cos: Tensor,
+    sin: Tensor,
+    neg_inf: Tensor,
+    kv_cache: Option<(Tensor, Tensor)>,
+}
+
+impl Layer {
+    fn rotary(&self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        let (_b, _h, seq_len, _d) = x.dims4()?;
+        let cos = self.cos.narrow(0, index_pos, seq_len)?;
+        let sin = self.sin.narrow(0, index_pos, seq_len)?;
+        candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
+    }
+
+    fn attention(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize, dense: bool) -> candle_core::Result<Tensor> {
+        let (b, seq_len, n_embd) = x.dims3()?;
+        let q = self.wq.forward(x, dense)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
+        let k = self.wk.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
+        let v = self.wv.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
+        let q = self.rotary(&q, index_pos)?;
+        let k = self.rotary(&k, index_pos)?;
+        let (k, v) = match &self.kv_cache {
+            // A cache of batch 1 (a shared prefix) is continued by every row of a batch.
+            Some((k_cache, v_cache)) if index_pos > 0 && k_cache.dim(0)? == 1 && b > 1 => {
+                (Tensor::cat(&[&k_cache.repeat((b, 1, 1, 1))?, &k], 2)?, Tensor::cat(&[&v_cache.repeat((b, 1, 1, 1))?, &v], 2)?)
+            }
+            Some((k_cache, v_cache)) if index_pos > 0 => (Tensor::cat(&[k_cache, &k], 2)?, Tensor::cat(&[v_cache, &v], 2)?),
+            _ => (k, v),
+        };
+        self.kv_cache = Some((k.clone(), v.clone()));
+        let k = candle_transformers::utils::repeat_kv(k, self.n_head / self.n_kv_head)?;
+        let v = candle_transformers::utils::repeat_kv(v, self.n_head / self.n_kv_head)?;
+        #[allow(clippy::cast_precision_loss)]
+        let att = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let att = match mask {
+            None => att,
+            Some(mask) => mask.broadcast_as(att.shape())?.where_cond(&self.neg_inf.broadcast_as(att.shape())?, &att)?,
+        };
+        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        let y = att.matmul(&v.contiguous()?)?;
+        let y = y.transpose(1, 2)?.reshape((b, seq_len, n_embd))?;
+        self.wo.forward(&y, dense)
+    }
+}
+
+/// A llama-architecture decoder with quantized weights and a KV cache. Cloning is cheap (the
+/// weights are shared) and copies the cache, so a cached prefix can be continued several ways.
+#[derive(Debug, Clone)]
+pub struct Llama {
+    embeddings: Embedding,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: Linear,
+}
+
+fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    #[allow(clippy::cast_precision_loss)]
+    let theta: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / freq_base.powf(i as f32 / head_dim as f32)).collect();
+    let theta = Tensor::new(theta.as_slice(), device)?;
+    let idx_theta = Tensor::arange(0, MAX_SEQ_LEN as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((MAX_SEQ_LEN, 1))?
+        .matmul(&theta.reshape((1, theta.elem_count()))?)?;
+    Ok((idx_theta.cos()?, idx_theta.sin()?))
+}
+
+/// `mask[i][j]` is 1 where query `i` (at position `index_pos + i`) must not see key `j`.
+fn causal_mask(seq_len: usize, index_pos: usize, device: &Device) -> candle_core::Result<Tensor> {
+    let keys = index_pos + seq_len;
+    let mask: Vec<u8> = (0..seq_len).flat_map(|i| (0..keys).map(move |j| u8::from(j > index_pos + i))).collect();
+    Tensor::from_slice(&mask, (seq_len, keys), device)
+}
+
+impl Llama {
+    /// Load a dense llama GGUF (`llama.*` metadata, `blk.N.*` tensors) with its quantized
+    /// weights; see [`Llama::from_gguf_with`].
+    ///
+    /// # Errors
+    /// On missing metadata or tensors, and for mixture-of-experts models.
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
+        Llama::from_gguf_with(ct, reader, device, Weights::Quantized)
+    }
+
+    /// Load a dense llama GGUF keeping the matmul weights as `weights` says.
+    ///
+    /// # Errors
+    /// On missing metadata or tensors, and for mixture-of-experts models.
+    pub fn from_gguf_with<R: std::io::Seek + std::io::Read>(
+        ct: &gguf_file::Content,
+        reader: &mut R,
+        device: &Device,
+        weights: Weights,
+    ) -> Result<Llama, ModelError> {
+        let md = |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
+        let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
+        if experts > 1 {
+            return Err(ModelError::Config(format!("mixture-of-experts GGUF (llama.expert_count = {experts}) is not supported")));
+        }
+        let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
+        let n_kv_head = md("llama.attention.head_count_kv")?.to_u32()? as usize;
+        let block_count = md("llama.block_count")?.to_u32()? as usize;
+        let embedding_length = md("llama.embedding_length")?.to_u32()? as usize;
+        let rope_dim = md("llama.rope.dimension_count")?.to_u32()? as usize;
+        let rms_norm_eps = f64::from(md("llama.attention.layer_norm_rms_epsilon")?.to_f32()?);
+        let rope_freq_base = md("llama.rope.freq_base").and_then(|m| Ok(m.to_f32()?)).unwrap_or(10000f32);
+        let (cos, sin) = rope_tables(rope_dim, rope_freq_base, device)?;
+        let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
+        let mut tensor = |name: &str| ct.tensor(reader, name, device);
+        let embeddings_q = tensor("token_embd.weight")?;
+        let embeddings = embeddings_q.dequantize(device)?;
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, rms_norm_eps)?;
+        let output = match tensor("output.weight") {
+            Ok(t) => t,
+            Err(_) => embeddings_q,
+        };
+        let mut layers = Vec::with_capacity(block_count);
+        for i in 0..block_count {
+            let mut q = |name: &str| Linear::new(tensor(&format!("blk.{i}.{name}.weight"))?, weights, device);
+            let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
+            let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")? };
+            let attention_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, rms_norm_eps)?;
+            let ffn_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, rms_norm_eps)?;
+            layers.push(Layer {
+                wq,
+                wk,
+                wv,
+                wo,
+                attention_norm,
+                mlp,
+                ffn_norm,
+                n_head,
+                n_kv_head,
+                head_dim: embedding_length / n_head,
+                cos: cos.clone(),
+                sin: sin.clone(),
+                neg_inf: neg_inf.clone(),
+                kv_cache: None,
+            });
+        }
+        Ok(Llama { embeddings: Embedding::new(embeddings, embedding_length), layers, norm, output: Linear::new(output, weights, device)? })
+    }
+
+    /// Run tokens `x` (`(batch, seq_len)`) at positions `index_pos..`, appending to the KV cache
+    /// (`index_pos == 0` starts a new one; a cache of batch 1 is shared by all rows), and return
+    /// the logits of the last `n` positions, `(batch, n, vocab)`.
+    ///
+    /// # Errors
+    /// On shape errors, `n > seq_len`, or positions past [`MAX_SEQ_LEN`].
+    pub fn forward_tail(&mut self, x: &Tensor, index_pos: usize, n: usize) -> candle_core::Result<Tensor> {
+        let (b, seq_len) = x.dims2()?;
+        // With `Weights::Mixed`, the whole forward uses one kind of matmul.
+        let dense = b * seq_len > 1;
+        if n > seq_len {
+            candle_core::bail!("asked for the logits of {n} positions of {seq_len}");
+        }
+        let mask = if seq_len == 1 { None } else { Some(causal_mask(seq_len, index_pos, x.device())?) };
+        let mut h = self.embeddings.forward(x)?;
+        for layer in &mut self.layers {
+            let attn = layer.attention(&layer.attention_norm.forward(&h)?, mask.as_ref(), index_pos, dense)?;
+            let h1 = (attn + &h)?;
+            h = (layer.mlp.forward(&layer.ffn_norm.forward(&h1)?, dense)? + h1)?;
+        }
+        let h = self.norm.forward(&h.narrow(1, seq_len - n, n)?)?;
+        self.output.forward(&h, dense)
+    }
+
+    /// Logits of every position, `(batch, seq_len, vocab)`; see [`Llama::forward_tail`].
+    ///
+    /// # Errors
+    /// As [`Llama::forward_tail`].
+    pub fn forward_all(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        self.forward_tail(x, index_pos, x.dim(1)?)
+    }
+
+    /// Logits of the last position, `(batch, vocab)`, for generation; see [`Llama::forward_tail`].
+    ///
+    /// # Errors
+    /// As [`Llama::forward_tail`].
+    pub fn forward(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
+        self.forward_tail(x, index_pos, 1)?.squeeze(1)
+    }
+}
