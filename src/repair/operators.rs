@@ -8,11 +8,11 @@ use tree_sitter::Node;
 /// The kind of edit a repair operator makes (the repair analogue of a mutation genre).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operator {
-    /// `<` ↔ `<=` ↔ `>` ↔ `>=` ↔ `==` ↔ `!=`, `in` ↔ `not in`, `is` ↔ `is not`.
+    /// `<` ↔ `<=` ↔ `>` ↔ `>=` ↔ `==` ↔ `!=`, `in` ↔ `not in`, `is` ↔ `is not`; `min` ↔ `max`.
     Comparison,
     /// `+` ↔ `-`, `*` ↔ `/` ↔ `//`, ... also in augmented assignments.
     Arithmetic,
-    /// `and` ↔ `or`.
+    /// `and` ↔ `or`; `any` ↔ `all`.
     Boolean,
     /// Drop a `not` or a unary minus; negate an `if`/`while` condition.
     Negation,
@@ -22,7 +22,7 @@ pub enum Operator {
     IndexOffByOne,
     /// A value ±1 where it is assigned, returned, compared or passed.
     ExpressionOffByOne,
-    /// Swap two arguments of a call.
+    /// Swap two arguments of a call, or the operands of a non-commutative binary operator.
     ArgumentSwap,
     /// Use another variable of the same scope.
     VariableMisuse,
@@ -128,6 +128,9 @@ pub struct Mutation {
 }
 
 const COMPARISONS: &[&str] = &["<", "<=", ">", ">=", "==", "!="];
+/// Binary operators whose operands are worth swapping (not commutative, or `+` on sequences).
+const SWAPPABLE: &[&str] = &["-", "/", "//", "%", "**", "+", "<<", ">>", "@"];
+
 const ARITHMETIC: &[(&str, &[&str])] = &[
     ("+", &["-", "*"]),
     ("-", &["+"]),
@@ -506,6 +509,20 @@ impl Generator<'_> {
                     self.push(Operator::Arithmetic, op, (*alt).to_string());
                 }
             }
+            // `a - b` → `b - a`; `+` too, for sequences and strings (`s + c` vs `c + s`).
+            if SWAPPABLE.contains(&text.as_str()) {
+                if let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) {
+                    let (tl, tr) = (self.text(left).to_string(), self.text(right).to_string());
+                    if tl != tr {
+                        let between = self.parsed.text()[left.end_byte()..right.start_byte()].to_string();
+                        self.out.push(Mutation {
+                            operator: Operator::ArgumentSwap,
+                            edit: Edit::replacement(left.start_byte()..right.end_byte(), format!("{tr}{between}{tl}")),
+                            description: format!("swap the operands of `{text}`"),
+                        });
+                    }
+                }
+            }
         }
         self.remove_operand(node);
     }
@@ -587,6 +604,19 @@ impl Generator<'_> {
         let is_range = node
             .child_by_field_name("function")
             .is_some_and(|f| self.text(f) == "range");
+        // Dual builtins: `min` ↔ `max` (a flipped comparison), `any` ↔ `all` (`or` ↔ `and`).
+        if let Some(function) = node.child_by_field_name("function").filter(|f| f.kind() == "identifier") {
+            let dual = match self.text(function) {
+                "min" => Some(("max", Operator::Comparison)),
+                "max" => Some(("min", Operator::Comparison)),
+                "any" => Some(("all", Operator::Boolean)),
+                "all" => Some(("any", Operator::Boolean)),
+                _ => None,
+            };
+            if let Some((name, operator)) = dual {
+                self.push(operator, function, name.to_string());
+            }
+        }
         if is_range {
             for arg in &positional {
                 self.off_by_one(*arg);
@@ -838,6 +868,27 @@ mod tests {
     fn call_arguments_are_swapped() {
         let v = variants("def f(a, b):\n    return g(a, b, k=1)\n", 2, Operator::ArgumentSwap);
         assert_eq!(v, ["return g(b, a, k=1)"]);
+    }
+
+    #[test]
+    fn operands_of_non_commutative_operators_are_swapped() {
+        let v = variants("def f(a, b):\n    return a - b * 2\n", 2, Operator::ArgumentSwap);
+        assert_eq!(v, ["return b * 2 - a"]);
+        let v = variants("def f(s, c):\n    s = s + c\n", 2, Operator::ArgumentSwap);
+        assert_eq!(v, ["s = c + s"]);
+        // `*` is commutative; equal operands are not swapped.
+        assert!(variants("def f(a, b):\n    return a * b\n", 2, Operator::ArgumentSwap).is_empty());
+        assert!(variants("def f(a):\n    return a - a\n", 2, Operator::ArgumentSwap).is_empty());
+    }
+
+    #[test]
+    fn dual_builtins_are_exchanged() {
+        let v = variants("def f(xs):\n    return min(xs) if any(xs) else 0\n", 2, Operator::Comparison);
+        assert!(v.contains(&"return max(xs) if any(xs) else 0".to_string()), "{v:?}");
+        let v = variants("def f(xs):\n    return min(xs) if any(xs) else 0\n", 2, Operator::Boolean);
+        assert_eq!(v, ["return min(xs) if all(xs) else 0"]);
+        // A local function that happens to be called `max` is still a call of `max`; methods are not.
+        assert!(variants("def f(o):\n    return o.max(1)\n", 2, Operator::Comparison).is_empty());
     }
 
     #[test]
