@@ -382,6 +382,12 @@ impl Generator<'_> {
             if value.is_some() {
                 alternatives.push("None".to_string());
             }
+            // A base case returning an empty list often should return one element: `[[]]`
+            // (the empty combination) or a name of the scope.
+            if value.is_some_and(|v| v.kind() == "list" && v.named_child_count() == 0) {
+                alternatives.push("[[]]".to_string());
+                alternatives.extend(scope.iter().map(|n| format!("[{n}]")));
+            }
             for alt in alternatives {
                 self.push(Operator::ReturnValue, node, format!("return {alt}"));
             }
@@ -941,6 +947,14 @@ mod catalogue_tests {
         let v = patched(src, 3, Operator::InsertStatement);
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    b.append(1)\n    return b\n".to_string()), "{v:#?}");
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    a.append(1)\n    return b\n".to_string()), "{v:#?}");
+    }
+
+    #[test]
+    fn empty_list_returns_get_one_element_variants() {
+        let v = patched("def f(n):\n    if n < 2:\n        return []\n    return f(n - 1)\n", 3, Operator::ReturnValue);
+        for want in ["        return [[]]\n", "        return [n]\n", "        return n\n"] {
+            assert!(v.iter().any(|p| p.contains(want)), "{want:?} missing: {v:#?}");
+        }
     }
 
     #[test]
