@@ -192,6 +192,18 @@ pub struct RunSpec<'a> {
     pub exit_first: bool,
 }
 
+/// The environment every pytest process gets (sessions and fork servers): the plugin on the
+/// path, no bytecode files, a fixed hash seed, the coverage root and switch.
+pub(crate) fn session_env(plugin_dir: &Path, root: &Path, coverage: bool) -> Vec<(String, OsString)> {
+    vec![
+        ("PYTHONPATH".into(), pythonpath(plugin_dir)),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+        ("PYTHONHASHSEED".into(), "0".into()),
+        ("DEEPDEBUG_ROOT".into(), root.as_os_str().to_owned()),
+        ("DEEPDEBUG_COVERAGE".into(), if coverage { "1" } else { "0" }.into()),
+    ]
+}
+
 impl<'a> RunSpec<'a> {
     /// The whole suite with coverage and a per-test wall-clock limit: a baseline run.
     #[must_use]
@@ -319,19 +331,15 @@ impl Pytest {
             args.push("-x".into());
         }
         args.extend(spec.selectors.iter().map(OsString::from));
-        let env: Vec<(String, OsString)> = vec![
-            ("PYTHONPATH".into(), pythonpath(self.plugin_dir.path())),
-            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-            ("PYTHONHASHSEED".into(), "0".into()),
+        let mut env = session_env(self.plugin_dir.path(), spec.root, spec.coverage);
+        env.extend([
             ("DEEPDEBUG_REPORT".into(), report.clone().into_os_string()),
-            ("DEEPDEBUG_ROOT".into(), spec.root.as_os_str().to_owned()),
-            ("DEEPDEBUG_COVERAGE".into(), if spec.coverage { "1" } else { "0" }.into()),
             (
                 "DEEPDEBUG_TEST_TIMEOUT".into(),
                 spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string().into(),
             ),
             ("DEEPDEBUG_TEST_CPU".into(), spec.per_test_cpu.map_or(0.0, |t| t.as_secs_f64()).to_string().into()),
-        ];
+        ]);
         let job = Job {
             program: &self.python,
             args,

@@ -289,14 +289,9 @@ impl ForkServer {
 
 /// The environment of a fork server (`proto_fd`: where its replies go).
 fn server_env(plugin_dir: &Path, root: &Path, proto_fd: u8) -> Vec<(String, OsString)> {
-    vec![
-        ("PYTHONPATH".into(), super::pythonpath(plugin_dir)),
-        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-        ("PYTHONHASHSEED".into(), "0".into()),
-        ("DEEPDEBUG_ROOT".into(), root.as_os_str().to_owned()),
-        ("DEEPDEBUG_COVERAGE".into(), "0".into()),
-        ("DEEPDEBUG_PROTO_FD".into(), proto_fd.to_string().into()),
-    ]
+    let mut env = super::session_env(plugin_dir, root, false);
+    env.push(("DEEPDEBUG_PROTO_FD".into(), proto_fd.to_string().into()));
+    env
 }
 
 /// The server as a local child process, replies on its fd 3.
