@@ -321,8 +321,6 @@ pub struct Worker<'a> {
     root: PathBuf,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
-    /// Use the wall-clock limit as CPU limit too (second look at CPU-limited candidates).
-    lenient: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -355,7 +353,7 @@ impl<'a> Worker<'a> {
                 }
             }
         };
-        Worker { pytest, config, root: root.to_path_buf(), engine, on_event, lenient: false }
+        Worker { pytest, config, root: root.to_path_buf(), engine, on_event }
     }
 
     /// Run `tests` (all of them, no early exit) against `file` replaced by `text`, hot-swapping
@@ -375,7 +373,8 @@ impl<'a> Worker<'a> {
         std::fs::write(&path, text).map_err(LabError::Write)?;
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| Swap { file: file.to_string(), functions: f.functions.clone() });
-        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false);
+        let cpu = self.config.timeouts.per_test_cpu;
+        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         session
     }
@@ -391,8 +390,9 @@ impl<'a> Worker<'a> {
         let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| Swap { file: file.clone(), functions: f.functions.clone() });
         let affected = focus.map(|f| self.config.affected_tests(file, f));
-        self.lenient = lenient;
-        let judged = self.judge(swap.as_ref(), affected.as_deref());
+        // The lenient look uses the wall-clock limit as CPU limit too.
+        let cpu = if lenient { self.config.timeouts.per_test } else { self.config.timeouts.per_test_cpu };
+        let judged = self.judge(swap.as_ref(), affected.as_deref(), cpu);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         let (outcome, cpu_limited) = judged?;
         Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed() }, cpu_limited))
@@ -404,10 +404,10 @@ impl<'a> Worker<'a> {
         tests: usize,
         swap: Option<&Swap>,
         exit_first: bool,
+        per_test_cpu: Duration,
     ) -> Result<Session, LabError> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
         let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
-        let per_test_cpu = if self.lenient { self.config.timeouts.per_test } else { self.config.timeouts.per_test_cpu };
         if let Engine::Fork(server) = &mut self.engine {
             let request = Request {
                 nodeids: selectors,
@@ -439,7 +439,12 @@ impl<'a> Worker<'a> {
 
     /// `affected`: the passing tests that can be affected by the patch (`None`: all of them).
     /// The outcome, and whether the tight CPU limit stopped an originally failing test.
-    fn judge(&mut self, swap: Option<&Swap>, affected: Option<&[String]>) -> Result<(CandidateOutcome, bool), LabError> {
+    fn judge(
+        &mut self,
+        swap: Option<&Swap>,
+        affected: Option<&[String]>,
+        cpu: Duration,
+    ) -> Result<(CandidateOutcome, bool), LabError> {
         let config = self.config;
         // Originally failing tests first (those that hung in the baseline last): most
         // candidates are rejected there, cheaply. Tests passing before the first failure show
@@ -449,16 +454,16 @@ impl<'a> Worker<'a> {
         if let Some(tests) = affected {
             let mut all = config.failing.clone();
             all.extend(tests.iter().filter(|t| !config.failing.contains(t)).cloned());
-            let session = self.session(Some(&all), all.len(), swap, true)?;
+            let session = self.session(Some(&all), all.len(), swap, true, cpu)?;
             let outcome = self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible);
             return Ok((outcome, self.cpu_limited_failing(&session)));
         }
-        let first = self.session(Some(&config.failing), config.failing.len(), swap, true)?;
+        let first = self.session(Some(&config.failing), config.failing.len(), swap, true, cpu)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok((outcome, self.cpu_limited_failing(&first)));
         }
         let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-        let full = self.session(None, config.total_tests, swap, true)?;
+        let full = self.session(None, config.total_tests, swap, true, cpu)?;
         Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
     }
 
