@@ -45,6 +45,19 @@ fn make_project(dir: &Path, modules: usize, functions: usize) {
     }
 }
 
+/// User + system CPU seconds of this process or of its reaped children.
+fn cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: getrusage fills the zeroed struct.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut usage);
+        usage
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 /// Validate `candidates` with `engine` on `jobs` workers.
 fn measure(
     pytest: &Pytest,
@@ -69,15 +82,22 @@ fn measure(
         engine,
         baseline,
     };
+    let (own, children) = (cpu_seconds(libc::RUSAGE_SELF), cpu_seconds(libc::RUSAGE_CHILDREN));
     let start = Instant::now();
     let validated = lab::run(pytest, &config, candidates, &HashSet::new(), &|_| {}).unwrap();
     let elapsed = start.elapsed().as_secs_f64();
+    eprintln!(
+        "  {engine:?} engine, {jobs} job(s): {elapsed:.2} s wall; CPU {:.2} s in deepdebug, {:.2} s in Python (servers, children, processes)",
+        cpu_seconds(libc::RUSAGE_SELF) - own,
+        cpu_seconds(libc::RUSAGE_CHILDREN) - children
+    );
     let mut each: Vec<f64> = validated.iter().map(|v| v.elapsed.as_secs_f64() * 1000.0).collect();
     each.sort_by(f64::total_cmp);
     Measure {
         per_second: validated.len() as f64 / elapsed,
         median_ms: each.get(each.len() / 2).copied().unwrap_or(0.0),
         outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
+        details: validated.iter().map(|v| format!("{:?}", v.outcome)).collect(),
     }
 }
 
@@ -107,7 +127,7 @@ fn docker_row(candidates_per_run: usize) {
     candidates.truncate(candidates_per_run.min(20));
     let slow = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Subprocess, 1);
     let fast = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Fork, 1);
-    assert_eq!(slow.outcomes, fast.outcomes, "engines disagree in Docker");
+    assert_agree("the small project in Docker", &slow, &fast);
     println!(
         "docker, small project, {} candidates, 1 job: {:.2}/s with a container per session ({:.0} ms each), \
          {:.2}/s with the fork server in one container ({:.1} ms each): {:.1}x",
@@ -125,12 +145,25 @@ struct Measure {
     /// Median time to validate one candidate, in milliseconds (engine start-up excluded).
     median_ms: f64,
     outcomes: Vec<&'static str>,
+    details: Vec<String>,
+}
+
+/// Panics, naming the candidates, when two engines disagree on any outcome.
+fn assert_agree(what: &str, a: &Measure, b: &Measure) {
+    let differ: Vec<String> = (0..a.outcomes.len().max(b.outcomes.len()))
+        .filter(|&i| a.outcomes.get(i) != b.outcomes.get(i))
+        .map(|i| format!("#{i}: {:?} vs {:?}", a.details.get(i), b.details.get(i)))
+        .collect();
+    assert!(differ.is_empty(), "engines disagree on {what}: {}", differ.join("; "));
 }
 
 fn main() {
     let sizes: &[(&str, usize, usize)] = &[("small", 1, 5), ("medium", 8, 15), ("large", 30, 20)];
     let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    let pytest = Pytest::new(Path::new("python3")).expect("python3 with pytest");
+    // As `fix` does: a version manager's shim is resolved once, for the baseline and the engine.
+    let here = std::env::current_dir().unwrap();
+    let pytest = Pytest::in_dir(Path::new("python3"), Arc::new(Sandbox::none()), Some(&here)).expect("python3 with pytest");
+    println!("python: {}", pytest.python().display());
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     println!("validation engine benchmark: {candidates_per_run} candidates per run, engine start-up included");
     println!("baseline: one pytest process per candidate, run one at a time (`--engine subprocess --jobs 1`)");
@@ -156,7 +189,7 @@ fn main() {
         let slow_all = measure(EngineChoice::Subprocess, cores);
         let fast_all = measure(EngineChoice::Fork, cores);
         for other in [&fast, &slow_all, &fast_all] {
-            assert_eq!(slow.outcomes, other.outcomes, "engines disagree on {name}");
+            assert_agree(name, &slow, other);
         }
         println!(
             "{name:<8} {:>6} {:>14.2} {:>10.2} {:>7.1}x {:>16.2} {:>12.2} {:>7.1}x",

@@ -187,6 +187,7 @@ fn server_request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_>
         per_test_cpu: Duration::ZERO,
         session_timeout: Duration::from_secs(60),
         swap,
+        frames: true,
     }
 }
 
@@ -321,7 +322,16 @@ fn a_killed_fix_leaves_no_fork_server_container_behind() {
         .unwrap();
     let pid = child.id();
     let start = Instant::now();
-    while docker.containers_of_process(pid).unwrap().len() < 2 {
+    // The two fork servers start with the baseline (three containers), which takes 2 s and
+    // more: wait until the baseline's container is gone and only the servers are left. (A
+    // session container of a fix killed mid-session stays behind, for `sandbox prune`.)
+    let mut seen_baseline = false;
+    loop {
+        let running = docker.containers_of_process(pid).unwrap().len();
+        seen_baseline |= running >= 3;
+        if seen_baseline && running == 2 {
+            break;
+        }
         assert!(start.elapsed() < Duration::from_secs(60), "the fork servers never started");
         assert!(child.try_wait().unwrap().is_none(), "fix ended before its fork servers were seen");
         std::thread::sleep(Duration::from_millis(100));
@@ -397,6 +407,7 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
         per_test_cpu: Duration::ZERO,
         session_timeout: Duration::from_secs(60),
         swap: None,
+        frames: true,
     };
     let session = server.run(&request).unwrap();
     let outcome = |id: &str| session.test(id).map(|t| t.outcome);

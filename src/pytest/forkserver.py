@@ -7,7 +7,8 @@ children goes to /dev/null. Started with the pytest arguments as argv[1:], in th
 scratch directory, with DEEPDEBUG_ROOT set and the deepdebug plugin importable.
 
 Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool, "timeout": s, "cpu": s,
-           "deadline": s (0: none), "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
+           "deadline": s (0: none), "frames": bool (failure frames with locals; default true),
+           "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
 Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
           {"kind": "started", "id": n, "pid": pid}
           {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
@@ -46,6 +47,56 @@ _ARGS = sys.argv[1:]
 def reply(message):
     _PROTO.write(json.dumps(message) + "\n")
     _PROTO.flush()
+
+
+def lean_failure_reports():
+    """Failed tests are reported with their exception's value alone. Validation reads outcomes
+    (and the plugin's own record, built from the exception): formatting pytest's long traceback
+    took a sixth of a failing child's time. Outcomes and hooks are unchanged."""
+    import _pytest.nodes
+    import _pytest.python
+    function = _pytest.python.Function
+    if hasattr(function, "_repr_failure_py") and hasattr(_pytest.nodes.Node, "_traceback_filter"):
+        function.repr_failure = lambda self, excinfo: self._repr_failure_py(excinfo, style="value")
+        function._traceback_filter = _pytest.nodes.Node._traceback_filter
+
+
+# Rounds of pytest's per-test machinery run on a do-nothing test in the server before forking.
+_WARM_UP_ROUNDS = 10
+
+
+def warm_up(items):
+    """Run pytest's per-test protocol on a do-nothing test (no fixtures) in the server, so that
+    children inherit warmed-up bytecode and caches instead of writing them (copying pages) on
+    every request. Skipped when anything but pytest itself and this plugin implements a
+    per-test hook: only pytest's own code may run here."""
+    import _pytest.fixtures
+    import _pytest.python
+    module = items[0].getparent(_pytest.python.Module) if items else None
+    if module is None:
+        return
+    hook = module.config.hook
+    for name in ("pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup",
+                 "pytest_runtest_call", "pytest_runtest_teardown", "pytest_runtest_makereport",
+                 "pytest_runtest_logreport", "pytest_runtest_logfinish", "pytest_report_teststatus"):
+        for impl in getattr(hook, name).get_hookimpls():
+            owner = getattr(impl.plugin, "__name__", None) or type(impl.plugin).__module__
+            if not (owner.startswith("_pytest.") or owner == "deepdebug_plugin"):
+                return
+
+    def deepdebug_warm_up():
+        pass
+
+    info = _pytest.fixtures.FuncFixtureInfo(argnames=(), initialnames=(), names_closure=[], name2fixturedefs={})
+    try:
+        dummy = _pytest.python.Function.from_parent(module, name="deepdebug_warm_up", callobj=deepdebug_warm_up,
+                                                   fixtureinfo=info)
+        for _ in range(_WARM_UP_ROUNDS):
+            hook.pytest_runtest_protocol(item=dummy, nextitem=None)
+    except Exception:  # an unexpected pytest version: children simply start colder
+        import traceback
+        traceback.print_exc()
+    deepdebug_plugin.reset()
 
 
 def collect():
@@ -126,24 +177,31 @@ def live_functions(module, path):
 _BY_FILE = {}
 
 
-def hot_swap(swap):
-    """Give the live functions of `swap` the code compiled from the patched file on disk."""
+def swap_plan(swap):
+    """The (live function, new code) pairs that give the functions of `swap` the code compiled
+    from the patched file on disk; [] when the module is not imported yet (it will be imported
+    from the patched file), None when the edit cannot be hot-swapped. Runs in the server
+    before forking: compiling in a child would copy the pages its allocations touch."""
     path = os.path.join(_ROOT, swap["file"])
     module = _BY_FILE.get(os.path.realpath(path))
     if module is None:
-        return True  # not imported yet: it will be imported from the patched file
-    with open(path, encoding="utf-8") as handle:
-        code = compile(handle.read(), module.__file__, "exec")
+        return []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            code = compile(handle.read(), module.__file__, "exec")
+    except Exception:  # e.g. a SyntaxError only CPython sees: the cold path reports it
+        return None
+    plan = []
     for qualname, def_line in swap["functions"]:
         parts = qualname.split(".")
         new = find_code(code, parts, def_line)
         if new is None:
-            return False
+            return None
         targets = [f for f in live_functions(module, parts) if f.__code__.co_name == new.co_name]
         if len(targets) != 1 or targets[0].__code__.co_freevars != new.co_freevars:
-            return False
-        targets[0].__code__ = new
-    return True
+            return None
+        plan.append((targets[0], new))
+    return plan
 
 
 def run_items(items, exit_first):
@@ -157,24 +215,39 @@ def run_items(items, exit_first):
     deepdebug_plugin._emit({"kind": "session-finish", "exitstatus": 0})
 
 
-def child(request, session, items):
-    os.setpgid(0, 0)
+# Items by node id, taken once in the server: building it in a child touches every item.
+_BY_ID = {}
+
+
+def prepare(request, session):
+    """Everything about a request that does not need a fresh process, done in the server before
+    forking (a child pays for each page it writes): the plugin's settings and report file, the
+    patched code and the selected items. Returns (swap plan, items) for the warm path or None."""
     deepdebug_plugin.configure(report=request["report"], timeout=request.get("timeout", 0),
-                               cpu=request.get("cpu", 0), coverage=False)
+                               cpu=request.get("cpu", 0), coverage=False,
+                               frames=request.get("frames", True))
     swap = request.get("swap")
-    if session is not None and swap is not None and hot_swap(swap):
-        wanted = request.get("nodeids")
-        if wanted is None:
-            selected = items
-        else:
-            by_id = {item.nodeid: item for item in items}
-            selected = [by_id[n] for n in wanted if n in by_id]
-            if len(selected) != len(wanted):
-                selected = None
-        if selected is not None:
-            deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
-            run_items(selected, request.get("exit_first", False))
-            os._exit(0)
+    if session is None or swap is None:
+        return None
+    plan = swap_plan(swap)
+    if plan is None:
+        return None
+    wanted = request.get("nodeids")
+    if wanted is None:
+        return plan, list(_BY_ID.values())
+    selected = [_BY_ID[n] for n in wanted if n in _BY_ID]
+    return (plan, selected) if len(selected) == len(wanted) else None
+
+
+def child(request, warm):
+    os.setpgid(0, 0)
+    if warm is not None:
+        plan, selected = warm
+        for function, code in plan:
+            function.__code__ = code
+        deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
+        run_items(selected, request.get("exit_first", False))
+        os._exit(0)
     # Cold path: forget the project's modules and run a fresh pytest session on the files.
     deepdebug_plugin._emit({"kind": "engine-path", "path": "cold"})
     for name in project_modules():
@@ -273,6 +346,7 @@ def main():
     if not hasattr(os, "fork"):
         reply({"kind": "ready", "mode": "unavailable", "tests": [], "why": "os.fork is not available"})
         return
+    lean_failure_reports()
     try:
         session, items = collect()
         if threading.active_count() > 1:
@@ -285,6 +359,10 @@ def main():
         session = None
     for module in project_modules().values():
         _BY_FILE[realpath(module.__file__)] = module
+    for item in items:
+        _BY_ID[item.nodeid] = item
+    if session is not None:
+        warm_up(items)
     # Move everything allocated so far out of the collector's reach: children then do not
     # touch (and copy) the parent's pages when the garbage collector runs.
     import gc
@@ -302,12 +380,14 @@ def main():
             continue
         request = json.loads(line)
         reap_orphans()  # any that died since the last request
+        warm = prepare(request, session)
         pid = os.fork()
         if pid == 0:
             try:
-                child(request, session, items)
+                child(request, warm)
             finally:
                 os._exit(70)
+        warm = None
         try:
             os.setpgid(pid, pid)  # the child does it too; whoever runs first makes the group
         except OSError:

@@ -22,6 +22,8 @@ _COVERAGE = os.environ.get("DEEPDEBUG_COVERAGE") == "1"
 _TIMEOUT = float(os.environ.get("DEEPDEBUG_TEST_TIMEOUT") or 0)
 _CPU = float(os.environ.get("DEEPDEBUG_TEST_CPU") or 0)
 _HERE = os.path.realpath(__file__)
+# Whether failures carry their frames with locals (validation only needs outcomes).
+_FRAMES = True
 
 _repr = reprlib.Repr()
 _repr.maxstring = 120
@@ -33,18 +35,30 @@ _out = open(_REPORT, "a", encoding="utf-8") if _REPORT else None
 _tests = {}
 
 
-def configure(report=None, coverage=None, timeout=None, cpu=None):
-    """Redirect the report and change settings (used by the fork server in each child)."""
-    global _out, _COVERAGE, _TIMEOUT, _CPU
+def configure(report=None, coverage=None, timeout=None, cpu=None, frames=None):
+    """Redirect the report and change settings (used by the fork server before each fork)."""
+    global _out, _COVERAGE, _TIMEOUT, _CPU, _FRAMES
     if report is not None:
+        if _out is not None:
+            _out.close()
         _out = open(report, "a", encoding="utf-8")
         _tests.clear()
+    if frames is not None:
+        _FRAMES = bool(frames)
     if coverage is not None:
         _COVERAGE = bool(coverage)
     if timeout is not None:
         _TIMEOUT = float(timeout)
     if cpu is not None:
         _CPU = float(cpu)
+
+
+def reset():
+    """Forget every test seen so far (the fork server's warm-up runs)."""
+    global _hangs, _slowest_pass
+    _tests.clear()
+    _hangs = 0
+    _slowest_pass = 0.0
 
 
 def outcome_of(nodeid):
@@ -114,6 +128,22 @@ def _relpath(filename):
     return known
 
 
+def _line_of(tb):
+    """The traceback entry's line. tb_lineno is None (3.11+) on an instruction without a line,
+    e.g. a loop's backward jump interrupted by a signal: the last line started before it."""
+    if tb.tb_lineno is not None:
+        return tb.tb_lineno
+    import dis
+    code = tb.tb_frame.f_code
+    line = None
+    for offset, start in dis.findlinestarts(code):
+        if offset > tb.tb_lasti:
+            break
+        if start is not None:
+            line = start
+    return line or code.co_firstlineno
+
+
 def _frames(tb):
     frames = []
     while tb is not None:
@@ -124,7 +154,7 @@ def _frames(tb):
             continue
         entry = {
             "file": _relpath(code.co_filename),
-            "line": tb.tb_lineno,
+            "line": _line_of(tb),
             "function": code.co_name,
             "in_project": _below_root(code.co_filename),
         }
@@ -151,11 +181,20 @@ def _limit():
     return min(_TIMEOUT, max(0.5, 10 * _slowest_pass))
 
 
+def _disarm():
+    """Stop both timers: one timeout per test. The other one firing later would raise inside
+    pytest's own reporting of the first (the two can be equal: a lenient re-check)."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
+
+
 def _on_alarm(signum, frame):
+    _disarm()
     raise DeepdebugTimeout("test exceeded %.1fs" % _limit())
 
 
 def _on_cpu(signum, frame):
+    _disarm()
     raise DeepdebugCpuTimeout("test used more than %.2fs of CPU time" % _CPU)
 
 
@@ -265,7 +304,7 @@ def pytest_runtest_makereport(item, call):
             if excinfo is not None:
                 failure["type"] = excinfo.typename
                 failure["message"] = _safe_repr(excinfo.value) if timed_out else str(excinfo.value)[:2000]
-                failure["frames"] = _frames(excinfo.tb)
+                failure["frames"] = _frames(excinfo.tb) if _FRAMES else []
             else:
                 failure["message"] = str(report.longreprtext)[-2000:]
             rec["failure"] = failure

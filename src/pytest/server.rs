@@ -46,6 +46,8 @@ pub struct Request<'a> {
     pub per_test_cpu: Duration,
     pub session_timeout: Duration,
     pub swap: Option<Swap>,
+    /// Failures carry their frames with locals (off when only outcomes matter).
+    pub frames: bool,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +104,8 @@ pub struct ForkServer {
     transport: Transport,
     replies: Receiver<String>,
     reports: tempfile::TempDir,
+    /// The server has collected the suite and said so.
+    ready: bool,
     mode: ServerMode,
     why: String,
     tests: Vec<String>,
@@ -130,6 +134,23 @@ impl ForkServer {
         startup_timeout: Duration,
         sandbox: &crate::sandbox::Sandbox,
     ) -> Result<ForkServer, PytestError> {
+        let mut server = ForkServer::spawn(python, plugin_dir, root, selectors, sandbox)?;
+        server.wait_ready(startup_timeout)?;
+        Ok(server)
+    }
+
+    /// Start a server without waiting for it: it imports pytest and collects the suite while
+    /// the caller does other work (see [`ForkServer::wait_ready`]).
+    ///
+    /// # Errors
+    /// When the server process (or container) cannot be started.
+    pub fn spawn(
+        python: &Path,
+        plugin_dir: &Path,
+        root: &Path,
+        selectors: &[String],
+        sandbox: &crate::sandbox::Sandbox,
+    ) -> Result<ForkServer, PytestError> {
         let reports = tempfile::Builder::new()
             .prefix("deepdebug-server-")
             .tempdir()
@@ -140,26 +161,44 @@ impl ForkServer {
             Some(docker) => start_container(docker, python, plugin_dir, root, selectors, &script, reports.path())?,
             None => start_local(python, plugin_dir, root, selectors, &script, reports.path(), sandbox)?,
         };
-        let mut server = ForkServer {
+        Ok(ForkServer {
             transport,
             replies,
             reports,
+            ready: false,
             mode: ServerMode::Cold,
             why: String::new(),
             tests: Vec::new(),
             next_id: 0,
             gone: None,
-        };
-        match server.reply(startup_timeout)? {
+        })
+    }
+
+    /// Whether the server has said it is ready.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Wait until the server has collected the suite (at once when it already has).
+    ///
+    /// # Errors
+    /// When the server dies or does not become ready within `timeout`.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<(), PytestError> {
+        if self.ready {
+            return Ok(());
+        }
+        match self.reply(timeout)? {
             Some(Reply::Ready { mode, tests, why }) => {
-                server.mode = match mode.as_str() {
+                self.mode = match mode.as_str() {
                     "warm" => ServerMode::Warm,
                     "cold" => ServerMode::Cold,
                     _ => return Err(PytestError::ServerUnavailable(why)),
                 };
-                server.tests = tests;
-                server.why = why;
-                Ok(server)
+                self.tests = tests;
+                self.why = why;
+                self.ready = true;
+                Ok(())
             }
             _ => Err(PytestError::ServerUnavailable("the fork server did not become ready".into())),
         }
@@ -208,6 +247,9 @@ impl ForkServer {
         if let Some(why) = &self.gone {
             return Err(PytestError::ServerUnavailable(why.clone()));
         }
+        if !self.ready {
+            return Err(PytestError::ServerUnavailable("the fork server is not ready yet".into()));
+        }
         self.next_id += 1;
         let id = self.next_id;
         let report: PathBuf = self.reports.path().join(format!("report-{id}.jsonl"));
@@ -219,6 +261,7 @@ impl ForkServer {
             "timeout": request.per_test_timeout.as_secs_f64(),
             "cpu": request.per_test_cpu.as_secs_f64(),
             "deadline": request.session_timeout.as_secs_f64(),
+            "frames": request.frames,
             "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions})),
         });
         let start = Instant::now();
@@ -409,6 +452,7 @@ mod tests {
             per_test_cpu: Duration::ZERO,
             session_timeout: Duration::from_secs(20),
             swap,
+            frames: true,
         }
     }
 

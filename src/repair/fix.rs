@@ -197,6 +197,12 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
     warnings.extend(sandbox_warning);
     let python = pytest.python().to_path_buf();
+    // The validation engines start now: their fork servers import pytest and collect the
+    // suite while the baseline runs, and every search phase below reuses them.
+    let pool = match options.engine {
+        EngineChoice::Fork => lab::Pool::start(&pytest, project.root(), &options.selectors, options.jobs)?,
+        EngineChoice::Subprocess => lab::Pool::default(),
+    };
 
     on_event(FixEvent::BaselineStarted);
     // The baseline runs in a scratch copy too: tests may write files.
@@ -324,7 +330,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
             round_config.deadline = pairs_at;
         }
         let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
-        let round = lab::run(&pytest, &round_config, &outcome.candidates, &done, &forward)?;
+        let round = lab::run_in(&pool, &pytest, &round_config, &outcome.candidates, &done, &forward)?;
         let exhausted = round.is_empty();
         validated.extend(round);
         if let (Some(ranker), Some(rank_options), Some(ranking)) = (ranker.as_mut(), &options.rank, outcome.ranking.as_mut()) {
@@ -338,7 +344,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                     extra.deadline = now + search_deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
                     extra.stop_after_plausible = rank_options.max_plausible - plausible;
                     let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
-                    validated.extend(lab::run(&pytest, &extra, &outcome.candidates, &done, &forward)?);
+                    validated.extend(lab::run_in(&pool, &pytest, &extra, &outcome.candidates, &done, &forward)?);
                 }
             }
             let unscored: Vec<&Candidate> = validated

@@ -189,6 +189,71 @@ pub fn run(
     skip: &HashSet<usize>,
     on_event: &(dyn Fn(LabEvent) + Sync),
 ) -> Result<Vec<Validated>, LabError> {
+    run_in(&Pool::default(), pytest, config, candidates, skip, on_event)
+}
+
+/// Scratch copies of the project, each with its validation engine, kept across [`run_in`]
+/// calls: `fix` fills the pool while the baseline runs (its fork servers import pytest and
+/// collect the suite meanwhile) and every search phase reuses it.
+#[derive(Default)]
+pub struct Pool {
+    slots: Mutex<Vec<Slot>>,
+}
+
+/// One worker's scratch copy and engine (`None`: to be started on first use).
+struct Slot {
+    scratch: tempfile::TempDir,
+    engine: Option<Engine>,
+}
+
+fn scratch_copy(root: &Path) -> Result<tempfile::TempDir, LabError> {
+    let dir = tempfile::Builder::new().prefix("deepdebug-scratch-").tempdir().map_err(LabError::Scratch)?;
+    copy_tree(root, dir.path()).map_err(LabError::Scratch)?;
+    Ok(dir)
+}
+
+impl Pool {
+    /// `jobs` scratch copies of `root`, each with a fork server started but not waited for.
+    /// A server that cannot even be started is tried again (and reported) on first use.
+    ///
+    /// # Errors
+    /// When a scratch copy cannot be made.
+    pub fn start(pytest: &Pytest, root: &Path, selectors: &[String], jobs: usize) -> Result<Pool, LabError> {
+        let mut slots = Vec::new();
+        for _ in 0..jobs.max(1) {
+            let scratch = scratch_copy(root)?;
+            let engine = pytest.spawn_fork_server(scratch.path(), selectors).ok().map(Engine::Fork);
+            slots.push(Slot { scratch, engine });
+        }
+        Ok(Pool { slots: Mutex::new(slots) })
+    }
+
+    /// Take up to `jobs` slots, making new (engine-less) ones when the pool has fewer.
+    fn take(&self, jobs: usize, root: &Path) -> Result<Vec<Slot>, LabError> {
+        let mut taken: Vec<Slot> = {
+            let mut slots = self.slots.lock().expect("pool lock");
+            let keep = slots.len().saturating_sub(jobs);
+            slots.split_off(keep)
+        };
+        while taken.len() < jobs {
+            taken.push(Slot { scratch: scratch_copy(root)?, engine: None });
+        }
+        Ok(taken)
+    }
+}
+
+/// [`run`] with the scratch copies and engines of `pool` (returned to it afterwards).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_in(
+    pool: &Pool,
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    candidates: &[Candidate],
+    skip: &HashSet<usize>,
+    on_event: &(dyn Fn(LabEvent) + Sync),
+) -> Result<Vec<Validated>, LabError> {
     let queue = Mutex::new(candidates.iter().filter(|c| !skip.contains(&c.id)).collect::<VecDeque<_>>());
     if queue.lock().expect("queue lock").is_empty() {
         return Ok(Vec::new());
@@ -197,22 +262,14 @@ pub fn run(
     let plausible_found = std::sync::atomic::AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let jobs = config.jobs.clamp(1, candidates.len().max(1));
-    let mut scratches = Vec::new();
-    for _ in 0..jobs {
-        let dir = tempfile::Builder::new()
-            .prefix("deepdebug-scratch-")
-            .tempdir()
-            .map_err(LabError::Scratch)?;
-        copy_tree(config.root, dir.path()).map_err(LabError::Scratch)?;
-        scratches.push(dir);
-    }
+    let slots = pool.take(jobs, config.root)?;
     let first_error: Mutex<Option<LabError>> = Mutex::new(None);
     // Candidates stopped by the tight CPU limit inside an originally failing test: checked
     // again with the lenient limit once everything else has been tried (a correct fix may
     // simply do more work than the buggy code did).
     let recheck: Mutex<VecDeque<&Candidate>> = Mutex::new(VecDeque::new());
-    std::thread::scope(|scope| {
-        for scratch in &scratches {
+    let slots: Vec<Slot> = std::thread::scope(|scope| {
+        let workers: Vec<_> = slots.into_iter().map(|slot| {
             let queue = &queue;
             let recheck = &recheck;
             let results = &results;
@@ -220,7 +277,7 @@ pub fn run(
             let plausible_found = &plausible_found;
             let first_error = &first_error;
             scope.spawn(move || {
-                let mut worker = Worker::new(pytest, config, scratch.path(), on_event);
+                let mut worker = Worker::from_slot(pytest, config, slot, on_event);
                 loop {
                     if stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
                         break;
@@ -259,9 +316,12 @@ pub fn run(
                         }
                     }
                 }
-            });
-        }
+                worker.into_slot()
+            })
+        }).collect();
+        workers.into_iter().filter_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
+    pool.slots.lock().expect("pool lock").extend(slots);
     if let Some(err) = first_error.into_inner().expect("error lock") {
         return Err(err);
     }
@@ -319,6 +379,8 @@ pub struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
     root: PathBuf,
+    /// The scratch copy, when the worker came from a [`Pool`] slot.
+    scratch: Option<tempfile::TempDir>,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
 }
@@ -332,28 +394,62 @@ impl<'a> Worker<'a> {
         root: &Path,
         on_event: &'a (dyn Fn(LabEvent) + Sync),
     ) -> Worker<'a> {
-        let engine = match config.engine {
-            EngineChoice::Subprocess => Engine::Subprocess,
-            EngineChoice::Fork => {
-                let startup = config.timeouts.startup * 4 + Duration::from_secs(20);
-                match pytest.fork_server(root, config.selectors, startup) {
-                    Ok(server) => {
-                        if server.mode() == ServerMode::Cold {
-                            on_event(LabEvent::Note(format!(
-                                "fork server runs cold (fresh collection per candidate): {}",
-                                server.why()
-                            )));
-                        }
-                        Engine::Fork(server)
-                    }
-                    Err(err) => {
-                        on_event(LabEvent::Note(format!("{err}; {}", fallback(pytest))));
-                        Engine::Subprocess
-                    }
-                }
-            }
+        let engine = Worker::ready_engine(pytest, config, root, None, on_event);
+        Worker { pytest, config, root: root.to_path_buf(), scratch: None, engine, on_event }
+    }
+
+    /// A worker on a pool slot: its engine is waited for (or started) now.
+    fn from_slot(
+        pytest: &'a Pytest,
+        config: &'a LabConfig<'a>,
+        slot: Slot,
+        on_event: &'a (dyn Fn(LabEvent) + Sync),
+    ) -> Worker<'a> {
+        let root = slot.scratch.path().to_path_buf();
+        let engine = Worker::ready_engine(pytest, config, &root, slot.engine, on_event);
+        Worker { pytest, config, root, scratch: Some(slot.scratch), engine, on_event }
+    }
+
+    /// The slot to give back to the pool (`None` for a worker not made from one).
+    fn into_slot(self) -> Option<Slot> {
+        let engine = self.engine;
+        self.scratch.map(|scratch| Slot { scratch, engine: Some(engine) })
+    }
+
+    /// The engine `config` asks for, ready to validate: `engine` (a pooled one, maybe still
+    /// starting) or a new one; falls back to subprocess runs with a note.
+    fn ready_engine(
+        pytest: &Pytest,
+        config: &LabConfig<'_>,
+        root: &Path,
+        engine: Option<Engine>,
+        on_event: &(dyn Fn(LabEvent) + Sync),
+    ) -> Engine {
+        if config.engine == EngineChoice::Subprocess {
+            return Engine::Subprocess;
+        }
+        let startup = config.timeouts.startup * 4 + Duration::from_secs(20);
+        let started = match engine {
+            Some(Engine::Subprocess) => return Engine::Subprocess,
+            Some(Engine::Fork(mut server)) if !server.is_ready() => server.wait_ready(startup).map(|()| server),
+            Some(ready @ Engine::Fork(_)) => return ready,
+            None => pytest.fork_server(root, config.selectors, startup),
         };
-        Worker { pytest, config, root: root.to_path_buf(), engine, on_event }
+        match started {
+            Ok(server) => {
+                if server.mode() == ServerMode::Cold {
+                    on_event(LabEvent::Note(format!(
+                        "fork server runs cold (fresh collection per candidate): {}",
+                        server.why()
+                    )));
+                }
+                Engine::Fork(server)
+            }
+            Err(err) => {
+                on_event(LabEvent::Note(format!("{err}; {}", fallback(pytest))));
+                Engine::Subprocess
+            }
+        }
     }
 
     /// Run `tests` (all of them, no early exit) against `file` replaced by `text`, hot-swapping
@@ -374,7 +470,7 @@ impl<'a> Worker<'a> {
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| Swap { file: file.to_string(), functions: f.functions.clone() });
         let cpu = self.config.timeouts.per_test_cpu;
-        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu);
+        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu, true);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         session
     }
@@ -405,6 +501,7 @@ impl<'a> Worker<'a> {
         swap: Option<&Swap>,
         exit_first: bool,
         per_test_cpu: Duration,
+        frames: bool,
     ) -> Result<Session, LabError> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
         let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
@@ -416,6 +513,7 @@ impl<'a> Worker<'a> {
                 per_test_cpu,
                 session_timeout,
                 swap: swap.cloned(),
+                frames,
             };
             match server.run(&request) {
                 Ok(session) => return Ok(session),
@@ -454,16 +552,16 @@ impl<'a> Worker<'a> {
         if let Some(tests) = affected {
             let mut all = config.failing.clone();
             all.extend(tests.iter().filter(|t| !config.failing.contains(t)).cloned());
-            let session = self.session(Some(&all), all.len(), swap, true, cpu)?;
+            let session = self.session(Some(&all), all.len(), swap, true, cpu, false)?;
             let outcome = self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible);
             return Ok((outcome, self.cpu_limited_failing(&session)));
         }
-        let first = self.session(Some(&config.failing), config.failing.len(), swap, true, cpu)?;
+        let first = self.session(Some(&config.failing), config.failing.len(), swap, true, cpu, false)?;
         if let Some(outcome) = self.verdict(&first, &config.failing, true) {
             return Ok((outcome, self.cpu_limited_failing(&first)));
         }
         let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-        let full = self.session(None, config.total_tests, swap, true, cpu)?;
+        let full = self.session(None, config.total_tests, swap, true, cpu, false)?;
         Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
     }
 
