@@ -167,9 +167,22 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     println!("validation engine benchmark: {candidates_per_run} candidates per run, engine start-up included");
     println!("baseline: one pytest process per candidate, run one at a time (`--engine subprocess --jobs 1`)");
+    // A `fix` run validates hundreds of candidates: the engine's start-up (Python, pytest,
+    // collection) is paid once per worker, the baseline's once per candidate. The long run
+    // repeats the candidates (fresh ids) to show the rate once start-up is amortized.
+    let long_factor: usize = std::env::var("BENCH_LONG_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     println!(
-        "{:<8} {:>6} {:>14} {:>10} {:>8} {:>16} {:>12} {:>8}",
-        "project", "tests", "subprocess/s", "fork/s", "1 job", format!("subprocess {cores}j/s"), format!("fork {cores}j/s"), "default"
+        "{:<8} {:>6} {:>14} {:>10} {:>8} {:>16} {:>12} {:>8} {:>14} {:>8}",
+        "project",
+        "tests",
+        "subprocess/s",
+        "fork/s",
+        "1 job",
+        format!("subprocess {cores}j/s"),
+        format!("fork {cores}j/s"),
+        "default",
+        format!("{}x run/s", long_factor),
+        "long"
     );
     for &(name, modules, functions) in sizes {
         let dir = tempfile::tempdir().unwrap();
@@ -191,8 +204,14 @@ fn main() {
         for other in [&fast, &slow_all, &fast_all] {
             assert_agree(name, &slow, other);
         }
+        let repeated: Vec<Candidate> = (0..long_factor.max(1))
+            .flat_map(|_| candidates.iter().cloned())
+            .enumerate()
+            .map(|(id, c)| Candidate { id, ..c })
+            .collect();
+        let long = self::measure(&pytest, &project, &baseline, &repeated, EngineChoice::Fork, cores);
         println!(
-            "{name:<8} {:>6} {:>14.2} {:>10.2} {:>7.1}x {:>16.2} {:>12.2} {:>7.1}x",
+            "{name:<8} {:>6} {:>14.2} {:>10.2} {:>7.1}x {:>16.2} {:>12.2} {:>7.1}x {:>14.2} {:>7.1}x",
             baseline.tests.len(),
             slow.per_second,
             fast.per_second,
@@ -200,7 +219,14 @@ fn main() {
             slow_all.per_second,
             fast_all.per_second,
             fast_all.per_second / slow.per_second,
+            long.per_second,
+            long.per_second / slow.per_second,
         );
+        let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
+        for o in &slow.outcomes {
+            *kinds.entry(o).or_default() += 1;
+        }
+        eprintln!("  {name}: {} candidates: {kinds:?}", slow.outcomes.len());
         eprintln!(
             "  {name}: median per candidate {:.1} ms subprocess, {:.1} ms fork; same-parallelism ratio with {cores} jobs {:.1}x",
             slow.median_ms,
@@ -209,5 +235,9 @@ fn main() {
         );
     }
     println!("default = fork engine on all {cores} cores (what `deepdebug fix` does) vs. the baseline");
+    println!(
+        "long = the same on the candidates repeated {long_factor} times (start-up amortized as in a `fix` run) vs. the baseline, \
+         whose rate does not depend on the count"
+    );
     docker_row(candidates_per_run);
 }
