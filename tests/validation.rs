@@ -1,5 +1,5 @@
-//! The validation engine's limits seen through `deepdebug fix`: CPU-time limits reject busy
-//! loops quickly without losing a correct patch that does more work than the buggy code.
+//! The validation engine: CPU-time limits seen through `deepdebug fix` (busy loops rejected
+//! quickly, a correct patch that does more work kept), and the lab's pool of fork servers.
 
 mod common;
 use common::cli::run;
@@ -25,4 +25,62 @@ fn a_fix_that_needs_more_cpu_than_the_buggy_code_is_rechecked_and_found() {
     assert!(report["tried"].as_array().is_some_and(|t| !t.is_empty()), "{stdout}");
     // The repository itself is untouched.
     assert!(std::fs::read_to_string(dir.path().join("primes.py")).unwrap().contains("if limit > 0:"));
+}
+
+const GRADES: &str = "def passed(score, minimum=50):\n    if score < 0:\n        return False\n    return score > minimum\n";
+const GRADES_TESTS: &str = "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n\ndef test_high():\n    assert passed(90)\n";
+
+#[test]
+fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subprocesses() {
+    use deepdebug::localize::localize;
+    use deepdebug::project::Project;
+    use deepdebug::pytest::{Pytest, RunSpec};
+    use deepdebug::repair::candidate::{self, GenerateLimits};
+    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool, Timeouts};
+    use deepdebug::repair::priors::Priors;
+    use std::collections::{BTreeSet, HashSet};
+    use std::time::{Duration, Instant};
+
+    let dir = project(&[("grades.py", GRADES), ("test_grades.py", GRADES_TESTS)]);
+    let project = Project::load(dir.path()).unwrap();
+    let pytest = Pytest::new(std::path::Path::new("python3")).unwrap();
+    // As `fix` does: the servers start first and collect while the baseline runs.
+    let pool = Pool::start(&pytest, project.root(), &[], 2).unwrap();
+    assert_eq!(pool.idle(), (2, 0));
+    let scratch = tempfile::tempdir().unwrap();
+    deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
+    let baseline = pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
+    let (candidates, _) = candidate::generate(&project, &localize(&project, &baseline), GenerateLimits::default(), &Priors::default());
+    assert!(candidates.len() >= 10, "{}", candidates.len());
+    let config = |engine| LabConfig {
+        root: project.root(),
+        selectors: &[],
+        failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
+        passing: baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect::<BTreeSet<_>>(),
+        total_tests: baseline.tests.len(),
+        timeouts: Timeouts::from_baseline(&baseline),
+        deadline: Instant::now() + Duration::from_secs(300),
+        jobs: 2,
+        stop_after_plausible: usize::MAX,
+        engine,
+        baseline: &baseline,
+    };
+    let notes = std::sync::Mutex::new(Vec::new());
+    let on_event = |e: lab::LabEvent| {
+        if let lab::LabEvent::Note(n) = e {
+            notes.lock().unwrap().push(n);
+        }
+    };
+    let (first, second) = candidates.split_at(candidates.len() / 2);
+    let fork = config(EngineChoice::Fork);
+    let mut pooled = lab::run_in(&pool, &pytest, &fork, first, &HashSet::new(), &on_event).unwrap();
+    // The servers went back to the pool, ready, and serve the next run.
+    assert_eq!(pool.idle(), (2, 2));
+    pooled.extend(lab::run_in(&pool, &pytest, &fork, second, &HashSet::new(), &on_event).unwrap());
+    assert_eq!(pool.idle(), (2, 2));
+    assert!(notes.lock().unwrap().is_empty(), "{:?}", notes.lock().unwrap());
+    let slow = lab::run(&pytest, &config(EngineChoice::Subprocess), &candidates, &HashSet::new(), &|_| {}).unwrap();
+    let by_id = |v: &[lab::Validated]| v.iter().map(|v| (v.candidate_id, v.outcome.clone())).collect::<std::collections::BTreeMap<_, _>>();
+    assert_eq!(by_id(&pooled), by_id(&slow));
+    assert!(pooled.iter().any(|v| v.outcome.is_plausible()));
 }

@@ -486,6 +486,27 @@ mod tests {
     }
 
     #[test]
+    fn a_shim_is_resolved_to_the_interpreter_it_picks_and_other_wrappers_are_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["shims", "bin"] {
+            let script = dir.path().join(folder).join("python3");
+            std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+            std::fs::write(&script, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let sandbox = || Arc::new(Sandbox::none());
+        let shim = dir.path().join("shims/python3");
+        let resolved = Pytest::in_dir(&shim, sandbox(), Some(dir.path())).unwrap();
+        assert_ne!(resolved.python(), shim.as_path());
+        assert!(resolved.python().is_absolute() && resolved.python().is_file(), "{}", resolved.python().display());
+        // Without a project directory, or for a wrapper that is not a shim, the path stays.
+        assert_eq!(Pytest::in_dir(&shim, sandbox(), None).unwrap().python(), shim.as_path());
+        let wrapper = dir.path().join("bin/python3");
+        assert_eq!(Pytest::in_dir(&wrapper, sandbox(), Some(dir.path())).unwrap().python(), wrapper.as_path());
+    }
+
+    #[test]
     fn a_test_stopped_inside_a_loop_keeps_its_frames() {
         // A signal can land on an instruction without a line number (tb_lineno is None):
         // the record must still parse, with the frame's line.

@@ -491,6 +491,45 @@ mod tests {
     }
 
     #[test]
+    fn failure_frames_are_left_out_unless_asked_for_and_the_server_compiles_swaps() {
+        let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let clamp = vec!["test_calc.py::test_clamp".to_string()];
+        let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] });
+        let with = server.run(&request(Some(&clamp), swap())).unwrap();
+        let failure = with.tests[0].failure.as_ref().unwrap();
+        assert!(failure.frames.iter().any(|f| f.function == "test_clamp"), "{failure:?}");
+        let without = server.run(&Request { frames: false, ..request(Some(&clamp), swap()) }).unwrap();
+        assert_eq!(without.warm, Some(true));
+        let failure = without.tests[0].failure.as_ref().unwrap();
+        assert_eq!(without.tests[0].outcome, TestOutcome::Failed);
+        assert!(failure.frames.is_empty() && failure.message.contains("assert"), "{failure:?}");
+        // A patched file only CPython rejects cannot be compiled by the server: the child takes
+        // the cold path, where the import reports the error.
+        std::fs::write(dir.path().join("calc.py"), MODULE.replace("    return x\n", "    return x\nnonlocal y\n")).unwrap();
+        let bad = server.run(&request(Some(&clamp), swap())).unwrap();
+        assert_eq!(bad.warm, Some(false));
+        assert!(!bad.collect_errors.is_empty(), "{:?}", bad.tests);
+    }
+
+    #[test]
+    fn the_warm_up_runs_no_project_hook_in_the_server() {
+        // A conftest hook on every test: the server must not run it while warming up, or its
+        // effects would be inherited by every child.
+        let conftest = "import os\n\ndef pytest_runtest_setup(item):\n    with open(os.environ['HOOK_LOG'], 'a') as f:\n        f.write(item.name + '\\n')\n";
+        let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS), ("conftest.py", conftest)]);
+        let log = dir.path().join("hook.log");
+        std::env::set_var("HOOK_LOG", &log);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let small = vec!["test_calc.py::test_small".to_string()];
+        let s = server.run(&request(Some(&small), None)).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "test_small\n");
+    }
+
+    #[test]
     fn a_hanging_child_is_killed_and_the_server_keeps_serving() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();

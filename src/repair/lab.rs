@@ -228,6 +228,14 @@ impl Pool {
         Ok(Pool { slots: Mutex::new(slots) })
     }
 
+    /// Slots waiting in the pool, and how many of them hold a fork server that is ready.
+    #[must_use]
+    pub fn idle(&self) -> (usize, usize) {
+        let slots = self.slots.lock().expect("pool lock");
+        let ready = slots.iter().filter(|s| matches!(&s.engine, Some(Engine::Fork(server)) if server.is_ready())).count();
+        (slots.len(), ready)
+    }
+
     /// Take up to `jobs` slots, making new (engine-less) ones when the pool has fewer.
     fn take(&self, jobs: usize, root: &Path) -> Result<Vec<Slot>, LabError> {
         let mut taken: Vec<Slot> = {
