@@ -423,8 +423,26 @@ impl Generator<'_> {
                 stack.push(Some(child));
             }
         }
+        // Updates the function may be missing: `c.add(v)` / `c.append(v)` on a collection the
+        // function (or an enclosing one) builds or updates, and `a = b` for a local `a`
+        // assigned elsewhere in the function (a state variable not advanced on some path).
+        let mut updates: Vec<String> = Vec::new();
+        for (collection, method) in collections_visible(self.parsed, function) {
+            updates.extend(scope.iter().filter(|v| **v != collection).map(|v| format!("{collection}.{method}({v})")));
+        }
+        for target in assigned_names(self.parsed, function) {
+            updates.extend(scope.iter().filter(|v| **v != target).map(|v| format!("{target} = {v}")));
+        }
         donors.sort();
         donors.dedup();
+        updates.retain(|u| !donors.contains(u));
+        for text in updates {
+            self.out.push(Mutation {
+                operator: Operator::InsertStatement,
+                edit: Edit::insertion(line_start, format!("{indent}{text}\n")),
+                description: format!("insert `{}`", shorten(&text)),
+            });
+        }
         for donor in donors {
             let variants = renamed_variants(&donor, &scope);
             for text in std::iter::once(donor.clone()).chain(variants) {
@@ -762,6 +780,76 @@ fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
+/// Collections `function` or an enclosing function builds (`set()`, `[]`, `list()`,
+/// `deque()`, set literals) or grows (`x.add(..)`, `x.append(..)`), with the method that grows
+/// them.
+fn collections_visible(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String, &'static str)> {
+    let mut found = BTreeSet::new();
+    let mut current = Some(function);
+    while let Some(f) = current {
+        let mut stack: Vec<Node<'_>> = f.child_by_field_name("body").into_iter().collect();
+        while let Some(node) = stack.pop() {
+            if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
+                continue;
+            }
+            match node.kind() {
+                "assignment" => {
+                    let left = node.child_by_field_name("left").filter(|l| l.kind() == "identifier");
+                    let method = node.child_by_field_name("right").and_then(|right| match right.kind() {
+                        "list" | "list_comprehension" => Some("append"),
+                        "set" | "set_comprehension" => Some("add"),
+                        "call" => match right.child_by_field_name("function").map(|f| parsed.node_text(f)) {
+                            Some("set") => Some("add"),
+                            Some("list" | "deque" | "collections.deque") => Some("append"),
+                            _ => None,
+                        },
+                        _ => None,
+                    });
+                    if let (Some(left), Some(method)) = (left, method) {
+                        found.insert((parsed.node_text(left).to_string(), method));
+                    }
+                }
+                "call" => {
+                    let callee = node.child_by_field_name("function").filter(|c| c.kind() == "attribute");
+                    if let Some(callee) = callee {
+                        let object = callee.child_by_field_name("object").filter(|o| o.kind() == "identifier");
+                        let method = callee.child_by_field_name("attribute").map(|a| parsed.node_text(a));
+                        if let (Some(object), Some(method @ ("add" | "append"))) = (object, method) {
+                            let method = if method == "add" { "add" } else { "append" };
+                            found.insert((parsed.node_text(object).to_string(), method));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+        current = enclosing_function(f);
+    }
+    found
+}
+
+/// Plain names assigned (`name = ...`) in `function`'s own body.
+fn assigned_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
+            continue;
+        }
+        if node.kind() == "assignment" {
+            if let Some(left) = node.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
+                names.insert(parsed.node_text(left).to_string());
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    names.remove("self");
+    names
+}
+
 /// Parameters and locally bound names of `function` (not of nested functions).
 #[must_use]
 pub fn scope_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
@@ -947,6 +1035,20 @@ mod catalogue_tests {
         let v = patched(src, 3, Operator::InsertStatement);
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    b.append(1)\n    return b\n".to_string()), "{v:#?}");
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    a.append(1)\n    return b\n".to_string()), "{v:#?}");
+    }
+
+    #[test]
+    fn missing_updates_of_collections_and_state_variables_are_inserted() {
+        // A visited set that a nested search never grows.
+        let src = "def search(start, goal):\n    seen = set()\n    def visit(node):\n        if node in seen:\n            return False\n        return any(visit(n) for n in node.next)\n    return visit(start)\n";
+        let v = patched(src, 6, Operator::InsertStatement);
+        assert!(v.iter().any(|p| p.contains("        seen.add(node)\n        return any(")), "{v:#?}");
+        // A list grown elsewhere, and a state variable never advanced.
+        let src = "def walk(node):\n    prev = None\n    out = []\n    while node:\n        nxt = node.next\n        node.next = prev\n        node = nxt\n    return prev\n";
+        let v = patched(src, 7, Operator::InsertStatement);
+        assert!(v.iter().any(|p| p.contains("        node.next = prev\n        prev = node\n        node = nxt\n")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("        out.append(node)\n        node = nxt\n")), "{v:#?}");
+        assert!(!v.iter().any(|p| p.contains("prev = prev") || p.contains("out.append(out)")), "{v:#?}");
     }
 
     #[test]
