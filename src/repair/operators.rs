@@ -388,6 +388,13 @@ impl Generator<'_> {
                 alternatives.push("[[]]".to_string());
                 alternatives.extend(scope.iter().map(|n| format!("[{n}]")));
             }
+            // A constant verdict that should depend on the state reached: `return depth == 0`.
+            if value.is_some_and(|v| matches!(v.kind(), "true" | "false")) {
+                for name in &scope {
+                    alternatives.push(format!("{name} == 0"));
+                    alternatives.push(format!("not {name}"));
+                }
+            }
             for alt in alternatives {
                 self.push(Operator::ReturnValue, node, format!("return {alt}"));
             }
@@ -501,6 +508,16 @@ impl Generator<'_> {
             format!("min({text}, 0)"),
         ];
         wrappers.extend(self.scope.unary_functions.iter().map(|f| format!("{f}({text})")));
+        // `best = candidate` that should keep the best so far: `best = max(best, candidate)`.
+        if parent.kind() == "assignment" && field.as_deref() == Some("right") {
+            if let Some(target) = parent.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
+                let target = self.text(target).to_string();
+                if target != text {
+                    wrappers.push(format!("max({target}, {text})"));
+                    wrappers.push(format!("min({target}, {text})"));
+                }
+            }
+        }
         for wrapped in wrappers {
             self.push(Operator::WrapExpression, node, wrapped);
         }
@@ -1035,6 +1052,24 @@ mod catalogue_tests {
         let v = patched(src, 3, Operator::InsertStatement);
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    b.append(1)\n    return b\n".to_string()), "{v:#?}");
         assert!(v.contains(&"def f(a, b):\n    a.append(1)\n    a.append(1)\n    return b\n".to_string()), "{v:#?}");
+    }
+
+    #[test]
+    fn a_constant_verdict_can_check_the_state_reached() {
+        let src = "def balanced(s):\n    depth = 0\n    for c in s:\n        depth += 1 if c == '(' else -1\n        if depth < 0:\n            return False\n    return True\n";
+        let v = patched(src, 7, Operator::ReturnValue);
+        for want in ["    return depth == 0\n", "    return not depth\n"] {
+            assert!(v.iter().any(|p| p.ends_with(want)), "{want:?} missing: {v:#?}");
+        }
+    }
+
+    #[test]
+    fn an_assigned_value_can_become_the_best_so_far() {
+        let src = "def f(xs):\n    longest = 0\n    for x in xs:\n        longest = x + 1\n    return longest\n";
+        let v = patched(src, 4, Operator::WrapExpression);
+        for want in ["        longest = max(longest, x + 1)\n", "        longest = min(longest, x + 1)\n"] {
+            assert!(v.iter().any(|p| p.contains(want)), "{want:?} missing: {v:#?}");
+        }
     }
 
     #[test]
