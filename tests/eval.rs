@@ -37,6 +37,14 @@ fn every_fixture_program_gets_its_expected_classification() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("quixbugs");
     copy(&fixtures(), &root);
+    // A bug no operator repairs (the fix needs a new `% 10`): the not-fixed path.
+    let program = |dir: &str, body: &str| std::fs::write(root.join(dir).join("digit_sum.py"), body).unwrap();
+    program("python_programs", "def digit_sum(n):\n    total = 0\n    while n:\n        total += n\n        n //= 10\n    return total\n");
+    program("correct_python_programs", "def digit_sum(n):\n    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n");
+    let cases = "[123, 6]\n[0, 0]\n[9, 9]\n[1000, 1]\n[98765, 35]\n[40, 4]\n";
+    std::fs::write(root.join("json_testcases/digit_sum.json"), cases).unwrap();
+    let tests = std::fs::read_to_string(root.join("python_testcases/test_running_max.py")).unwrap();
+    std::fs::write(root.join("python_testcases/test_digit_sum.py"), tests.replace("running_max", "digit_sum")).unwrap();
     let before = snapshot(&root);
     let out_dir = dir.path().join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
@@ -48,7 +56,7 @@ fn every_fixture_program_gets_its_expected_classification() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
-    assert!(stderr.contains("5 programs: 3 genuine, 1 plausible-only, 1 not fixed, 0 errors"), "{stderr}");
+    assert!(stderr.contains("6 programs: 4 genuine, 1 plausible-only, 1 not fixed, 0 errors"), "{stderr}");
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
@@ -58,7 +66,8 @@ fn every_fixture_program_gets_its_expected_classification() {
         programs.iter().map(|p| (p["name"].as_str().unwrap(), p["status"].as_str().unwrap())).collect();
     let expected = BTreeMap::from([
         ("isqrt", "genuine"),          // hangs when buggy; `-` → `+` in the midpoint
-        ("merge_sorted", "not-fixed"), // needs two new statements
+        ("digit_sum", "not-fixed"),    // needs a new `% 10`
+        ("merge_sorted", "genuine"),   // two new statements: the remainders of both inputs
         ("reachable", "genuine"),      // no JSON cases: AST equality with the correct program
         ("running_max", "genuine"),
         ("sum_sign", "plausible-only"), // weak tests never try a zero sum
@@ -72,12 +81,12 @@ fn every_fixture_program_gets_its_expected_classification() {
     let running = &by_name("running_max")["check"];
     assert_eq!(running["method"], "inputs");
     assert!(running["generated_inputs"].as_u64().unwrap() >= 20, "{running}");
-    assert!(by_name("merge_sorted")["diff"].is_null());
-    assert!(by_name("merge_sorted")["candidates_tried"].as_u64().unwrap() > 0);
+    assert!(by_name("digit_sum")["diff"].is_null());
+    assert!(by_name("digit_sum")["candidates_tried"].as_u64().unwrap() > 0);
 
     let md = std::fs::read_to_string(out_dir.join("results.md")).unwrap();
     assert!(md.contains("| sum_sign | plausible-only |"), "{md}");
-    assert!(md.contains("5 programs: 3 genuine, 1 plausible-only, 1 not fixed, 0 errors."), "{md}");
+    assert!(md.contains("6 programs: 4 genuine, 1 plausible-only, 1 not fixed, 0 errors."), "{md}");
     let html = std::fs::read_to_string(out_dir.join("results.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("data-status=\"plausible-only\""));
     assert!(html.contains("+++ b/python_programs/running_max.py"), "the diffs are missing");

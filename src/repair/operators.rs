@@ -434,8 +434,22 @@ impl Generator<'_> {
         // function (or an enclosing one) builds or updates, and `a = b` for a local `a`
         // assigned elsewhere in the function (a state variable not advanced on some path).
         let mut updates: Vec<String> = Vec::new();
+        let indexed = indexed_sequences(self.parsed, function);
         for (collection, method) in collections_visible(self.parsed, function) {
             updates.extend(scope.iter().filter(|v| **v != collection).map(|v| format!("{collection}.{method}({v})")));
+            // A list filled element by element from sequences walked by index may miss their
+            // remainders (`out.extend(xs[i:])`), one or all of them.
+            if method == "append" {
+                let rests: Vec<String> = indexed
+                    .iter()
+                    .filter(|(seq, _)| *seq != collection)
+                    .map(|(seq, index)| format!("{collection}.extend({seq}[{index}:])"))
+                    .collect();
+                if rests.len() > 1 {
+                    updates.push(rests.join(&format!("\n{indent}")));
+                }
+                updates.extend(rests);
+            }
         }
         for target in assigned_names(self.parsed, function) {
             updates.extend(scope.iter().filter(|v| **v != target).map(|v| format!("{target} = {v}")));
@@ -847,6 +861,27 @@ fn collections_visible(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String,
     found
 }
 
+/// `(sequence, index)` name pairs subscripted as `sequence[index]` in `function`'s own body.
+fn indexed_sequences(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String, String)> {
+    let mut pairs = BTreeSet::new();
+    let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
+            continue;
+        }
+        if node.kind() == "subscript" {
+            let value = node.child_by_field_name("value").filter(|v| v.kind() == "identifier");
+            let index = node.child_by_field_name("subscript").filter(|i| i.kind() == "identifier");
+            if let (Some(value), Some(index)) = (value, index) {
+                pairs.insert((parsed.node_text(value).to_string(), parsed.node_text(index).to_string()));
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    pairs
+}
+
 /// Plain names assigned (`name = ...`) in `function`'s own body.
 fn assigned_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -1061,6 +1096,14 @@ mod catalogue_tests {
         for want in ["    return depth == 0\n", "    return not depth\n"] {
             assert!(v.iter().any(|p| p.ends_with(want)), "{want:?} missing: {v:#?}");
         }
+    }
+
+    #[test]
+    fn remainders_of_sequences_walked_by_index_are_added_one_or_all() {
+        let src = "def merge(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n            out.append(a[i])\n            i += 1\n        else:\n            out.append(b[j])\n            j += 1\n    return out\n";
+        let v = patched(src, 11, Operator::InsertStatement);
+        assert!(v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    return out\n")), "{v:#?}");
+        assert!(v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    out.extend(b[j:])\n    return out\n")), "{v:#?}");
     }
 
     #[test]
