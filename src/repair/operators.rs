@@ -818,12 +818,8 @@ fn collections_visible(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String,
     let mut found = BTreeSet::new();
     let mut current = Some(function);
     while let Some(f) = current {
-        let mut stack: Vec<Node<'_>> = f.child_by_field_name("body").into_iter().collect();
-        while let Some(node) = stack.pop() {
-            if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
-                continue;
-            }
-            match node.kind() {
+        for node in own_body_nodes(f) {
+            let grown = match node.kind() {
                 "assignment" => {
                     let left = node.child_by_field_name("left").filter(|l| l.kind() == "identifier");
                     let method = node.child_by_field_name("right").and_then(|right| match right.kind() {
@@ -836,25 +832,22 @@ fn collections_visible(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String,
                         },
                         _ => None,
                     });
-                    if let (Some(left), Some(method)) = (left, method) {
-                        found.insert((parsed.node_text(left).to_string(), method));
-                    }
+                    left.zip(method)
                 }
-                "call" => {
-                    let callee = node.child_by_field_name("function").filter(|c| c.kind() == "attribute");
-                    if let Some(callee) = callee {
-                        let object = callee.child_by_field_name("object").filter(|o| o.kind() == "identifier");
-                        let method = callee.child_by_field_name("attribute").map(|a| parsed.node_text(a));
-                        if let (Some(object), Some(method @ ("add" | "append"))) = (object, method) {
-                            let method = if method == "add" { "add" } else { "append" };
-                            found.insert((parsed.node_text(object).to_string(), method));
-                        }
-                    }
-                }
-                _ => {}
+                "call" => node.child_by_field_name("function").filter(|c| c.kind() == "attribute").and_then(|callee| {
+                    let object = callee.child_by_field_name("object").filter(|o| o.kind() == "identifier");
+                    let method = callee.child_by_field_name("attribute").and_then(|a| match parsed.node_text(a) {
+                        "add" => Some("add"),
+                        "append" => Some("append"),
+                        _ => None,
+                    });
+                    object.zip(method)
+                }),
+                _ => None,
+            };
+            if let Some((name, method)) = grown {
+                found.insert((parsed.node_text(name).to_string(), method));
             }
-            let mut cursor = node.walk();
-            stack.extend(node.named_children(&mut cursor));
         }
         current = enclosing_function(f);
     }
@@ -863,43 +856,42 @@ fn collections_visible(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String,
 
 /// `(sequence, index)` name pairs subscripted as `sequence[index]` in `function`'s own body.
 fn indexed_sequences(parsed: &Parsed, function: Node<'_>) -> BTreeSet<(String, String)> {
-    let mut pairs = BTreeSet::new();
-    let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
-    while let Some(node) = stack.pop() {
-        if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
-            continue;
-        }
-        if node.kind() == "subscript" {
-            let value = node.child_by_field_name("value").filter(|v| v.kind() == "identifier");
-            let index = node.child_by_field_name("subscript").filter(|i| i.kind() == "identifier");
-            if let (Some(value), Some(index)) = (value, index) {
-                pairs.insert((parsed.node_text(value).to_string(), parsed.node_text(index).to_string()));
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
-    }
-    pairs
+    own_body_nodes(function)
+        .into_iter()
+        .filter(|node| node.kind() == "subscript")
+        .filter_map(|node| {
+            let value = node.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
+            let index = node.child_by_field_name("subscript").filter(|i| i.kind() == "identifier")?;
+            Some((parsed.node_text(value).to_string(), parsed.node_text(index).to_string()))
+        })
+        .collect()
 }
 
 /// Plain names assigned (`name = ...`) in `function`'s own body.
 fn assigned_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+    let mut names: BTreeSet<String> = own_body_nodes(function)
+        .into_iter()
+        .filter(|node| node.kind() == "assignment")
+        .filter_map(|node| node.child_by_field_name("left").filter(|l| l.kind() == "identifier"))
+        .map(|left| parsed.node_text(left).to_string())
+        .collect();
+    names.remove("self");
+    names
+}
+
+/// Every node of `function`'s own body: nested functions, classes and lambdas are left out.
+fn own_body_nodes(function: Node<'_>) -> Vec<Node<'_>> {
+    let mut nodes = Vec::new();
     let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
     while let Some(node) = stack.pop() {
         if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
             continue;
         }
-        if node.kind() == "assignment" {
-            if let Some(left) = node.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
-                names.insert(parsed.node_text(left).to_string());
-            }
-        }
+        nodes.push(node);
         let mut cursor = node.walk();
         stack.extend(node.named_children(&mut cursor));
     }
-    names.remove("self");
-    names
+    nodes
 }
 
 /// Parameters and locally bound names of `function` (not of nested functions).
@@ -919,12 +911,7 @@ pub fn scope_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
             }
         }
     }
-    let Some(body) = function.child_by_field_name("body") else { return names };
-    let mut stack = vec![body];
-    while let Some(node) = stack.pop() {
-        if matches!(node.kind(), "function_definition" | "class_definition" | "lambda") {
-            continue;
-        }
+    for node in own_body_nodes(function) {
         let target = match node.kind() {
             "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
                 node.child_by_field_name("left")
@@ -935,8 +922,6 @@ pub fn scope_names(parsed: &Parsed, function: Node<'_>) -> BTreeSet<String> {
         if let Some(target) = target {
             collect_identifiers(parsed, target, &mut names);
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
     }
     names.remove("self");
     names.remove("cls");
