@@ -5,11 +5,11 @@ mod row;
 pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT_VERSION};
 
 pub use crate::shard::Shard;
-use crate::project::{copy_tree, Project};
+use crate::project::Project;
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
-use crate::repair::lab::{EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
+use crate::repair::lab::{scratch_copy, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
 use crate::repair::operators::{mutations_at_line_in, FileScope};
 use crate::patch::Patch;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -215,11 +215,7 @@ fn inject_repo(
                 PytestError::Io { .. } | PytestError::ServerUnavailable(_) => RepoError::Skip(e.to_string()),
                 fatal => RepoError::Fatal(fatal.into()),
             })?;
-    let scratch = tempfile::Builder::new()
-        .prefix("deepdebug-inject-")
-        .tempdir()
-        .map_err(|e| RepoError::Skip(e.to_string()))?;
-    copy_tree(project.root(), scratch.path()).map_err(|e| RepoError::Skip(e.to_string()))?;
+    let scratch = scratch_copy(project.root(), "deepdebug-inject-").map_err(|e| RepoError::Skip(e.to_string()))?;
     let baseline = pytest
         .run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), options.repo_timeout))
         .map_err(|e| RepoError::Skip(e.to_string()))?;
@@ -490,17 +486,13 @@ fn validate(
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, mutants.len().max(1)) {
             scope.spawn(|| {
-                let dir = match tempfile::Builder::new().prefix("deepdebug-inject-").tempdir() {
+                let dir = match scratch_copy(config.root, "deepdebug-inject-") {
                     Ok(dir) => dir,
                     Err(e) => {
-                        error.lock().expect("lock").get_or_insert(LabError::Scratch(e));
+                        error.lock().expect("lock").get_or_insert(e);
                         return;
                     }
                 };
-                if let Err(e) = copy_tree(config.root, dir.path()) {
-                    error.lock().expect("lock").get_or_insert(LabError::Scratch(e));
-                    return;
-                }
                 let mut worker = Worker::new(pytest, config, dir.path(), &notes);
                 loop {
                     if Instant::now() >= config.deadline || error.lock().expect("lock").is_some() {

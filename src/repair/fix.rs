@@ -206,11 +206,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
 
     on_event(FixEvent::BaselineStarted);
     // The baseline runs in a scratch copy too: tests may write files.
-    let scratch = tempfile::Builder::new()
-        .prefix("deepdebug-baseline-")
-        .tempdir()
-        .map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
-    crate::project::copy_tree(project.root(), scratch.path()).map_err(|e| FixError::Lab(LabError::Scratch(e)))?;
+    let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let baseline = pytest.run(&RunSpec {
         selectors: &options.selectors,
         ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, options.timeout)

@@ -206,8 +206,12 @@ struct Slot {
     engine: Option<Engine>,
 }
 
-fn scratch_copy(root: &Path) -> Result<tempfile::TempDir, LabError> {
-    let dir = tempfile::Builder::new().prefix("deepdebug-scratch-").tempdir().map_err(LabError::Scratch)?;
+/// A fresh temporary copy of the project at `root` (named `{prefix}…`), removed on drop.
+///
+/// # Errors
+/// [`LabError::Scratch`] when the directory cannot be made or the copy fails.
+pub fn scratch_copy(root: &Path, prefix: &str) -> Result<tempfile::TempDir, LabError> {
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir().map_err(LabError::Scratch)?;
     copy_tree(root, dir.path()).map_err(LabError::Scratch)?;
     Ok(dir)
 }
@@ -221,7 +225,7 @@ impl Pool {
     pub fn start(pytest: &Pytest, root: &Path, selectors: &[String], jobs: usize) -> Result<Pool, LabError> {
         let mut slots = Vec::new();
         for _ in 0..jobs.max(1) {
-            let scratch = scratch_copy(root)?;
+            let scratch = scratch_copy(root, "deepdebug-scratch-")?;
             let engine = pytest.spawn_fork_server(scratch.path(), selectors).ok().map(Engine::Fork);
             slots.push(Slot { scratch, engine });
         }
@@ -244,7 +248,7 @@ impl Pool {
             slots.split_off(keep)
         };
         while taken.len() < jobs {
-            taken.push(Slot { scratch: scratch_copy(root)?, engine: None });
+            taken.push(Slot { scratch: scratch_copy(root, "deepdebug-scratch-")?, engine: None });
         }
         Ok(taken)
     }
@@ -354,8 +358,7 @@ pub fn confirm(
     candidate: &Candidate,
     runs: usize,
 ) -> Result<CandidateOutcome, LabError> {
-    let dir = tempfile::Builder::new().prefix("deepdebug-confirm-").tempdir().map_err(LabError::Scratch)?;
-    copy_tree(config.root, dir.path()).map_err(LabError::Scratch)?;
+    let dir = scratch_copy(config.root, "deepdebug-confirm-")?;
     std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
     let expected: BTreeSet<&String> = config.passing.iter().chain(&config.failing).collect();
     for _ in 0..runs {
