@@ -13,8 +13,12 @@ Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
           {"kind": "started", "id": n, "pid": pid}
           {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
 
-The server enforces each request's deadline itself: at expiry the child's process group is
-killed (SIGKILL), and after every child its group is killed again to remove stray grandchildren.
+The child for a request is forked before the request arrives (after the previous answer), so
+the fork overlaps with the host's work; it reads the request from a pipe and prepares it. It says
+when it has finished (a byte on a second pipe) just before it exits, and the answer goes then,
+not after the kernel has torn its address space down. The server enforces each request's
+deadline itself: at expiry the child's process group is killed (SIGKILL), and after every child
+its group is killed again to remove stray grandchildren.
 """
 import json
 import os
@@ -180,8 +184,7 @@ _BY_FILE = {}
 def swap_plan(swap):
     """The (live function, new code) pairs that give the functions of `swap` the code compiled
     from the patched file on disk; [] when the module is not imported yet (it will be imported
-    from the patched file), None when the edit cannot be hot-swapped. Runs in the server
-    before forking: compiling in a child would copy the pages its allocations touch."""
+    from the patched file), None when the edit cannot be hot-swapped."""
     path = os.path.join(_ROOT, swap["file"])
     module = _BY_FILE.get(os.path.realpath(path))
     if module is None:
@@ -220,9 +223,9 @@ _BY_ID = {}
 
 
 def prepare(request, session):
-    """Everything about a request that does not need a fresh process, done in the server before
-    forking (a child pays for each page it writes): the plugin's settings and report file, the
-    patched code and the selected items. Returns (swap plan, items) for the warm path or None."""
+    """A request's settings, in the child that runs it: the plugin's settings and report file,
+    the patched code and the selected items (from maps the server built once: a child pays for
+    each page it writes). Returns (swap plan, items) for the warm path or None."""
     deepdebug_plugin.configure(report=request["report"], timeout=request.get("timeout", 0),
                                cpu=request.get("cpu", 0), coverage=False,
                                frames=request.get("frames", True))
@@ -239,15 +242,68 @@ def prepare(request, session):
     return (plan, selected) if len(selected) == len(wanted) else None
 
 
-def child(request, warm):
-    os.setpgid(0, 0)
+def finished(done):
+    """Tell the server this child is about to exit normally, then exit: the server answers
+    at once instead of after the kernel has torn the child's address space down."""
+    try:
+        sys.stdout.flush()
+        os.write(done, b".")
+    finally:
+        os._exit(0)
+
+
+def fork_spare(session):
+    """Fork the child for the next request before that request comes: the fork and the
+    child's start-up overlap with the host's handling of the previous answer. The child
+    reads its request from a pipe (until the server closes it), prepares it and runs it.
+    Returns (pid, request pipe, `done` pipe)."""
+    request_r, request_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            os.close(request_w)
+            os.close(done_r)
+            with os.fdopen(request_r, "rb") as source:
+                line = source.read()
+            if not line.strip():  # the server is shutting down
+                os._exit(0)
+            request = json.loads(line)
+            child(request, prepare(request, session), done_w)
+        finally:
+            os._exit(70)
+    os.close(request_r)
+    os.close(done_w)
+    try:
+        os.setpgid(pid, pid)  # the child does it too; whoever runs first makes the group
+    except OSError:
+        pass
+    return pid, request_w, done_r
+
+
+def hand_over(send, line):
+    """Write a request line to the spare child and close the pipe (its end of input). False
+    when the child is gone."""
+    data = line.encode()
+    try:
+        while data:
+            data = data[os.write(send, data):]
+    except BrokenPipeError:
+        return False
+    finally:
+        os.close(send)
+    return True
+
+
+def child(request, warm, done):
     if warm is not None:
         plan, selected = warm
         for function, code in plan:
             function.__code__ = code
         deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
         run_items(selected, request.get("exit_first", False))
-        os._exit(0)
+        finished(done)
     # Cold path: forget the project's modules and run a fresh pytest session on the files.
     deepdebug_plugin._emit({"kind": "engine-path", "path": "cold"})
     for name in project_modules():
@@ -260,7 +316,7 @@ def child(request, warm):
     try:
         pytest.main(args)
     finally:
-        os._exit(0)
+        finished(done)
 
 
 def kill_group(pid, unreaped):
@@ -284,29 +340,33 @@ def reaped(pid):
     return status if done == pid else None
 
 
-def wait_child(pid, deadline):
-    """Wait for the child; kill its group at `deadline` seconds (0: never). (status, timed_out)."""
-    if deadline <= 0:
-        return os.waitpid(pid, 0)[1], False
-    end = time.monotonic() + deadline
+def wait_child(pid, done, deadline):
+    """Wait until the child says it is finished (a byte on `done`) or ends; kill its group at
+    `deadline` seconds (0: never). Returns (wait status, or None when the child said it is
+    finished and is exiting normally; timed_out)."""
+    end = time.monotonic() + deadline if deadline > 0 else None
     pidfd = None
     if hasattr(os, "pidfd_open"):
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # an old kernel, or seccomp refusing the call
             pidfd = None
+    watch = [done] if pidfd is None else [done, pidfd]
     try:
         while True:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if pidfd is None:  # poll for an end without a word (a crash)
+                left = 0.005 if left is None else min(left, 0.005)
+            ready = select.select(watch, [], [], left)[0]
+            if done in ready:
+                if os.read(done, 1):
+                    return None, False
+                watch.remove(done)  # closed without a word: the child ended or crashed
             status = reaped(pid)
             if status is not None:
                 return status, False
-            left = end - time.monotonic()
-            if left <= 0:
-                break
-            if pidfd is not None:
-                select.select([pidfd], [], [], left)
-            else:
-                time.sleep(min(left, 0.005))
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -374,28 +434,36 @@ def main():
         "tests": [item.nodeid for item in items],
         "why": why,
     })
+    spare = fork_spare(session)
     for line in _REQUESTS:
         line = line.strip()
         if not line:
             continue
         request = json.loads(line)
         reap_orphans()  # any that died since the last request
-        warm = prepare(request, session)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child(request, warm)
-            finally:
-                os._exit(70)
-        warm = None
-        try:
-            os.setpgid(pid, pid)  # the child does it too; whoever runs first makes the group
-        except OSError:
-            pass
+        pid, send, done = spare
+        if not hand_over(send, line):  # the spare died waiting (killed from outside): another
+            os.close(done)
+            reap_orphans()  # it, if not reaped above already
+            pid, send, done = spare = fork_spare(session)
+            hand_over(send, line)
         reply({"kind": "started", "id": request["id"], "pid": pid})
-        status, timed_out = wait_child(pid, request.get("deadline") or 0)
-        clear_group(pid)  # stray grandchildren
-        reply({"kind": "done", "id": request["id"], "status": status, "timed_out": timed_out})
-
+        status, timed_out = wait_child(pid, done, request.get("deadline") or 0)
+        os.close(done)
+        if status is None:
+            # The child has finished and is exiting: its stray grandchildren go now (it is
+            # not reaped, so its pid names it still), the answer goes before its teardown.
+            kill_group(pid, unreaped=True)
+            reply({"kind": "done", "id": request["id"], "status": 0, "timed_out": False})
+            os.waitpid(pid, 0)
+            clear_group(pid)
+        else:
+            clear_group(pid)  # stray grandchildren
+            reply({"kind": "done", "id": request["id"], "status": status, "timed_out": timed_out})
+        spare = fork_spare(session)
+    pid, send, done = spare
+    os.close(send)  # the spare reads an empty request and exits
+    os.close(done)
+    os.waitpid(pid, 0)
 
 main()

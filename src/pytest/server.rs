@@ -590,6 +590,66 @@ mod tests {
         assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
     }
 
+    fn wait_dead(pid: i32) -> bool {
+        let waited = Instant::now();
+        while !dead(pid) && waited.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        dead(pid)
+    }
+
+    #[test]
+    fn a_finished_child_answers_before_its_exit_its_strays_die_and_the_spare_leaves_with_the_server() {
+        const TESTS: &str = "import os, subprocess\n\ndef test_stray():\n    p = subprocess.Popen(['sleep', '300'])\n    with open('stray.pid', 'w') as f:\n        f.write(str(p.pid))\n\ndef test_crash():\n    os._exit(3)\n";
+        let dir = project(&[("test_strays.py", TESTS)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        // The child says it has finished just before it exits; a process it left behind is
+        // killed before the answer goes.
+        let stray = vec!["test_strays.py::test_stray".to_string()];
+        let s = server.run(&request(Some(&stray), None)).unwrap();
+        assert_eq!((s.exit, s.tests[0].outcome), (Exit::Success, TestOutcome::Passed));
+        let pid: i32 = std::fs::read_to_string(dir.path().join("stray.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid), "the stray {pid} survived");
+        // The next request's child is forked already, waiting for it.
+        let Transport::Local { child, .. } = &server.transport else { unreachable!("a local server") };
+        let server_pid = i32::try_from(child.id()).unwrap();
+        // The last child may still be exiting: the spare is the one child asleep on its pipe.
+        let spare = || {
+            let waited = Instant::now();
+            loop {
+                let children = std::fs::read_to_string(format!("/proc/{server_pid}/task/{server_pid}/children")).unwrap();
+                let waiting: Vec<i32> = children
+                    .split_whitespace()
+                    .map(|p| p.parse().unwrap())
+                    .filter(|p| {
+                        std::fs::read_to_string(format!("/proc/{p}/stat"))
+                            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('S')))
+                    })
+                    .collect();
+                if waiting.len() == 1 && children.split_whitespace().count() == 1 {
+                    return waiting[0];
+                }
+                assert!(waited.elapsed() < Duration::from_secs(5), "no single spare child: {children}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        // Killed from outside while it waits, it is replaced. A child that ends without saying
+        // it has finished is answered with its own wait status.
+        // SAFETY: plain kill(2) on our grandchild, which is not reaped while its parent runs.
+        let killed = spare();
+        unsafe { libc::kill(killed, libc::SIGKILL) };
+        assert!(wait_dead(killed));
+        let crash = vec!["test_strays.py::test_crash".to_string()];
+        let s = server.run(&request(Some(&crash), None)).unwrap();
+        assert_eq!(s.exit, Exit::Failure(3));
+        // The spare leaves with the server.
+        let last = spare();
+        drop(server);
+        assert!(wait_dead(last), "the spare child {last} survived its server");
+        assert!(wait_dead(server_pid));
+    }
+
     #[test]
     fn a_container_server_that_stops_answering_is_removed_by_the_backstop() {
         if std::env::var("DEEPDEBUG_SKIP_DOCKER").is_ok_and(|v| v == "1") {

@@ -4,10 +4,10 @@ use super::candidate::{Candidate, Focus};
 use crate::project::copy_tree;
 use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
 use crate::pytest::{Pytest, PytestError, RunSpec, Session};
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The result of validating one candidate.
@@ -56,6 +56,9 @@ impl CandidateOutcome {
         }
     }
 }
+
+/// A file and the original line ranges of the function bodies an edit touches.
+type AffectedKey = (String, Vec<(usize, usize)>);
 
 /// One validated candidate.
 #[derive(Debug, Clone)]
@@ -394,6 +397,9 @@ pub struct Worker<'a> {
     scratch: Option<tempfile::TempDir>,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
+    /// [`LabConfig::affected_tests`] by file and focus: many candidates edit the same function,
+    /// and the selection walks every test's coverage.
+    affected: HashMap<AffectedKey, Arc<[String]>>,
 }
 
 impl<'a> Worker<'a> {
@@ -406,7 +412,7 @@ impl<'a> Worker<'a> {
         on_event: &'a (dyn Fn(LabEvent) + Sync),
     ) -> Worker<'a> {
         let engine = Worker::ready_engine(pytest, config, root, None, on_event);
-        Worker { pytest, config, root: root.to_path_buf(), scratch: None, engine, on_event }
+        Worker { pytest, config, root: root.to_path_buf(), scratch: None, engine, on_event, affected: HashMap::new() }
     }
 
     /// A worker on a pool slot: its engine is waited for (or started) now.
@@ -418,7 +424,7 @@ impl<'a> Worker<'a> {
     ) -> Worker<'a> {
         let root = slot.scratch.path().to_path_buf();
         let engine = Worker::ready_engine(pytest, config, &root, slot.engine, on_event);
-        Worker { pytest, config, root, scratch: Some(slot.scratch), engine, on_event }
+        Worker { pytest, config, root, scratch: Some(slot.scratch), engine, on_event, affected: HashMap::new() }
     }
 
     /// The slot to give back to the pool (`None` for a worker not made from one).
@@ -496,7 +502,13 @@ impl<'a> Worker<'a> {
         std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
         let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| Swap { file: file.clone(), functions: f.functions.clone() });
-        let affected = focus.map(|f| self.config.affected_tests(file, f));
+        let config = self.config;
+        let affected = focus.map(|f| {
+            self.affected
+                .entry((file.clone(), f.original_body_lines.clone()))
+                .or_insert_with(|| config.affected_tests(file, f).into())
+                .clone()
+        });
         // The lenient look uses the wall-clock limit as CPU limit too.
         let cpu = if lenient { self.config.timeouts.per_test } else { self.config.timeouts.per_test_cpu };
         let judged = self.judge(swap.as_ref(), affected.as_deref(), cpu);
