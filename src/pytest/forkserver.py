@@ -242,12 +242,17 @@ def prepare(request, session):
     return (plan, selected) if len(selected) == len(wanted) else None
 
 
+# The pid of the request's child, in that child (a process a test forks is not it).
+_CHILD = None
+
+
 def finished(done):
     """Tell the server this child is about to exit normally, then exit: the server answers
     at once instead of after the kernel has torn the child's address space down."""
     try:
         sys.stdout.flush()
-        os.write(done, b".")
+        if os.getpid() == _CHILD:
+            os.write(done, b".")
     finally:
         os._exit(0)
 
@@ -257,10 +262,12 @@ def fork_spare(session):
     child's start-up overlap with the host's handling of the previous answer. The child
     reads its request from a pipe (until the server closes it), prepares it and runs it.
     Returns (pid, request pipe, `done` pipe)."""
+    global _CHILD
     request_r, request_w = os.pipe()
     done_r, done_w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        _CHILD = os.getpid()
         try:
             os.setpgid(0, 0)
             os.close(request_w)

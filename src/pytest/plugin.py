@@ -268,7 +268,7 @@ def pytest_runtest_protocol(item, nextitem):
         if use_cpu:
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGPROF, previous_cpu or signal.SIG_DFL)
-        rec["cpu"] = time.process_time() - cpu_start
+        rec["cpu"] = max(0.0, time.process_time() - cpu_start)  # a forked copy restarts the clock
         if rec["outcome"] == "timeout":
             _hangs += 1
         elif rec["outcome"] == "passed":

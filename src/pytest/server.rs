@@ -651,6 +651,21 @@ mod tests {
     }
 
     #[test]
+    fn only_the_requests_child_can_say_it_has_finished() {
+        // A test forks and its copy returns at once, running the rest of pytest's protocol
+        // and reaching the child's exit code first: it must not end the request early.
+        const TESTS: &str = "import os, time\n\ndef test_forks():\n    if os.fork() == 0:\n        return\n    time.sleep(0.5)\n    assert False, 'the real child'\n";
+        let dir = project(&[("test_forks.py", TESTS)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let forks = vec!["test_forks.py::test_forks".to_string()];
+        let s = server.run(&request(Some(&forks), None)).unwrap();
+        let outcomes: Vec<TestOutcome> = s.tests.iter().map(|t| t.outcome).collect();
+        assert!(outcomes.contains(&TestOutcome::Failed), "{:?}", s.tests);
+        assert!(s.elapsed >= Duration::from_millis(500), "{:?}", s.elapsed);
+    }
+
+    #[test]
     fn a_container_server_that_stops_answering_is_removed_by_the_backstop() {
         if std::env::var("DEEPDEBUG_SKIP_DOCKER").is_ok_and(|v| v == "1") {
             return;
