@@ -324,7 +324,7 @@ fn a_killed_fix_leaves_no_fork_server_container_behind() {
     let start = Instant::now();
     // The two fork servers start with the baseline (three containers), which takes 2 s and
     // more: wait until the baseline's container is gone and only the servers are left. (A
-    // session container of a fix killed mid-session stays behind, for `sandbox prune`.)
+    // session container of a fix killed mid-session is removed by the next connection.)
     let mut seen_baseline = false;
     loop {
         let running = docker.containers_of_process(pid).unwrap().len();
@@ -337,7 +337,7 @@ fn a_killed_fix_leaves_no_fork_server_container_behind() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // Started and serving (a container killed between its creation and start stays behind
-    // as `Created`, for `sandbox prune`).
+    // as `Created`, until the next connection).
     std::thread::sleep(Duration::from_secs(3));
     assert!(child.try_wait().unwrap().is_none(), "fix ended too early");
     child.kill().unwrap();
@@ -431,4 +431,38 @@ fn sandbox_check_cli_reports_the_local_backend() {
 fn unknown_sandbox_is_a_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_deepdebug")).args(["fix", "--sandbox", "vm"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_next_connection_removes_what_a_killed_fix_left_in_the_engine() {
+    let Some(sandbox) = docker() else { return };
+    let docker = sandbox.docker().unwrap();
+    // A baseline that takes 30 s: its one-shot session container outlives a fix killed now.
+    let dir = project(&[
+        ("slow.py", "import time\n\ndef double(x):\n    time.sleep(30)\n    return x + x\n"),
+        ("test_slow.py", "from slow import double\n\ndef test_double():\n    assert double(2) == 5\n"),
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["fix", "--sandbox", "docker", "--timeout", "120s", "--repo"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while docker.containers_of_process(pid).unwrap().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(60), "fix never made a container");
+        assert!(child.try_wait().unwrap().is_none(), "fix ended before making a container");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The session container was still running when its creator died; a new connection (any
+    // later deepdebug run with the Docker sandbox) sees that its owner is gone and removes it.
+    let again = Sandbox::new(SandboxKind::Docker, &DockerConfig::default()).unwrap();
+    let left = again.docker().unwrap().containers_of_process(pid).unwrap();
+    assert!(left.is_empty(), "containers of the killed fix left behind: {left:?}");
+    assert!(start.elapsed() < Duration::from_secs(30), "the baseline's container ended by itself first");
 }

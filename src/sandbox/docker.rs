@@ -21,6 +21,9 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// Label on every container we create (to find leftovers).
 pub const LABEL: &str = "deepdebug.sandbox";
+/// Label naming the process that created a container: `boot id/pid namespace/pid/start time`
+/// (see [`owner_id`]); a later connection removes the containers of owners that are gone.
+pub const OWNER_LABEL: &str = "deepdebug.owner";
 /// Uid/gid of the image's unprivileged user.
 pub const IMAGE_USER: u32 = 1000;
 /// Most output kept per stream.
@@ -55,6 +58,9 @@ impl DockerSandbox {
         if !sandbox.image_exists(&sandbox.config.image)? {
             return Err(SandboxError::ImageMissing(sandbox.config.image.clone()));
         }
+        // Best effort: what a killed deepdebug left behind goes now (`sandbox prune` removes
+        // every deepdebug container, whoever made it).
+        let _ = sandbox.prune_orphans();
         Ok(sandbox)
     }
 
@@ -132,6 +138,37 @@ impl DockerSandbox {
         let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
         let prefix = format!("/deepdebug-{pid}-");
         Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).filter(|n| n.starts_with(&prefix)).collect())
+    }
+
+    /// Remove the deepdebug containers whose creator is gone (a deepdebug killed mid-run):
+    /// only those created on this machine's current boot and in our pid namespace, where the
+    /// creator's pid and start time can be checked; returns their names.
+    ///
+    /// # Errors
+    /// When the engine cannot list or remove containers.
+    pub fn prune_orphans(&self) -> Result<Vec<String>, SandboxError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), vec![OWNER_LABEL.to_string()])])),
+            ..Default::default()
+        };
+        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
+        let mut removed = Vec::new();
+        for container in list {
+            let owner = container.labels.as_ref().and_then(|l| l.get(OWNER_LABEL));
+            let (Some(id), Some(owner)) = (container.id, owner) else { continue };
+            if !owner_gone(owner) {
+                continue;
+            }
+            let force = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            match self.block_on(self.client.remove_container(&id, Some(force))) {
+                // Removed meanwhile (by its own cleanup, or another deepdebug pruning).
+                Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. }) => {}
+                Err(e) => return Err(docker_err("remove a container")(e)),
+            }
+            removed.extend(container.names.unwrap_or_default());
+        }
+        Ok(removed)
     }
 
     /// Remove every deepdebug container on the engine (left by a deepdebug that was killed
@@ -217,7 +254,7 @@ impl DockerSandbox {
             working_dir: Some(super::absolute(job.source).display().to_string()),
             user: Some(format!("{}:{}", self.user.0, self.user.1)),
             network_disabled: Some(true),
-            labels: Some(HashMap::from([(LABEL.to_string(), self.token.clone())])),
+            labels: Some(labels(&self.token)),
             host_config: Some(HostConfig {
                 network_mode: Some("none".into()),
                 memory: Some(memory),
@@ -471,9 +508,79 @@ pub fn image_python(python: &Path) -> &Path {
     }
 }
 
+/// The labels of a container made by the connection `token`.
+fn labels(token: &str) -> HashMap<String, String> {
+    let mut labels = HashMap::from([(LABEL.to_string(), token.to_string())]);
+    if let Some(owner) = owner_id() {
+        labels.insert(OWNER_LABEL.to_string(), owner.clone());
+    }
+    labels
+}
+
+/// This process as `boot id/pid namespace/pid/start time`: unique on this machine across
+/// reboots, pid reuse and pid namespaces (`None` without /proc).
+pub fn owner_id() -> Option<&'static String> {
+    static OWNER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    OWNER
+        .get_or_init(|| {
+            let (boot, namespace) = machine_and_namespace()?;
+            let pid = std::process::id();
+            Some(format!("{boot}/{namespace}/{pid}/{}", start_time(pid)?))
+        })
+        .as_ref()
+}
+
+/// This boot's id and our pid namespace.
+fn machine_and_namespace() -> Option<(String, String)> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?.trim().to_string();
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?.to_string_lossy().into_owned();
+    Some((boot, namespace))
+}
+
+/// Start time of process `pid` in clock ticks after boot (field 22 of /proc/PID/stat).
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19).map(str::to_string)
+}
+
+/// Whether the owner a container's label names has certainly ended: same boot and pid
+/// namespace as ours, and no process with its pid and start time. Anything else (another
+/// machine or namespace, an unreadable label) counts as alive.
+fn owner_gone(owner: &str) -> bool {
+    let mut parts = owner.split('/');
+    let (Some(boot), Some(namespace), Some(pid), Some(started), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let Some((our_boot, our_namespace)) = machine_and_namespace() else { return false };
+    let Ok(pid) = pid.parse::<u32>() else { return false };
+    boot == our_boot && namespace == our_namespace && start_time(pid).as_deref() != Some(started)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_owner_is_gone_only_when_it_surely_ran_here_and_ended() {
+        let me = owner_id().expect("/proc");
+        assert!(!owner_gone(me), "{me}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let started = start_time(pid);
+        child.wait().unwrap();
+        let (boot, namespace) = machine_and_namespace().unwrap();
+        // Ended (its pid may be reused, with another start time).
+        assert!(owner_gone(&format!("{boot}/{namespace}/{pid}/{}", started.unwrap_or_default())));
+        // Our pid, a start time that is not ours: a reused pid.
+        assert!(owner_gone(&format!("{boot}/{namespace}/{}/1", std::process::id())));
+        // Another boot, another pid namespace, or a label we cannot read: left alone.
+        assert!(!owner_gone(&format!("another-boot/{namespace}/{pid}/1")));
+        assert!(!owner_gone(&format!("{boot}/pid:[1]/{pid}/1")));
+        assert!(!owner_gone("1234"));
+        assert!(!owner_gone(&format!("{boot}/{namespace}/x/1")));
+    }
 
     #[test]
     fn container_exit_codes_map_to_exits() {
