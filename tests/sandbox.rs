@@ -31,6 +31,20 @@ fn docker() -> Option<Sandbox> {
 }
 
 
+/// `deepdebug fix --sandbox docker --timeout 120s EXTRA --repo DIR`, started with stdout and
+/// stderr made by `stdio`.
+fn spawn_fix_in_docker(dir: &Path, extra: &[&str], stdio: fn() -> std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["fix", "--sandbox", "docker", "--timeout", "120s"])
+        .args(extra)
+        .arg("--repo")
+        .arg(dir)
+        .stdout(stdio())
+        .stderr(stdio())
+        .spawn()
+        .unwrap()
+}
+
 fn python_job<'a>(python: &'a Path, script: &str, source: &'a Path, writable: Vec<&'a Path>, timeout: Duration) -> Job<'a> {
     Job {
         program: python,
@@ -276,13 +290,7 @@ fn fix_with_docker_sandbox_repairs_the_bug_with_the_fork_engine() {
         ("grades.py", "def passed(score, minimum=50):\n    if score < 0:\n        return False\n    return score > minimum\n"),
         ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n\ndef test_negative():\n    assert not passed(-1)\n"),
     ]);
-    let child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-        .args(["fix", "--sandbox", "docker", "--timeout", "120s", "--json", "--repo"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_fix_in_docker(dir.path(), &["--json"], std::process::Stdio::piped);
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -313,13 +321,7 @@ fn a_killed_fix_leaves_no_fork_server_container_behind() {
         ("grades.py", "import time\n\ndef passed(score, minimum=50):\n    time.sleep(1)\n    return score > minimum\n"),
         ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50) == 'yes'\n\ndef test_low():\n    assert not passed(3)\n"),
     ]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-        .args(["fix", "--sandbox", "docker", "--jobs", "2", "--timeout", "120s", "--repo"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_fix_in_docker(dir.path(), &["--jobs", "2"], std::process::Stdio::null);
     let pid = child.id();
     let start = Instant::now();
     // The two fork servers start with the baseline (three containers), which takes 2 s and
@@ -442,13 +444,7 @@ fn the_next_connection_removes_what_a_killed_fix_left_in_the_engine() {
         ("slow.py", "import time\n\ndef double(x):\n    time.sleep(30)\n    return x + x\n"),
         ("test_slow.py", "from slow import double\n\ndef test_double():\n    assert double(2) == 5\n"),
     ]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-        .args(["fix", "--sandbox", "docker", "--timeout", "120s", "--repo"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_fix_in_docker(dir.path(), &[], std::process::Stdio::null);
     let pid = child.id();
     let start = Instant::now();
     while docker.containers_of_process(pid).unwrap().is_empty() {

@@ -110,17 +110,38 @@ impl DockerSandbox {
         }
     }
 
+    /// The containers (running or not) that carry `label` (`key` or `key=value`).
+    fn labelled(&self, label: String) -> Result<Vec<bollard::models::ContainerSummary>, SandboxError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), vec![label])])),
+            ..Default::default()
+        };
+        self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))
+    }
+
+    /// Force-remove the listed containers (those gone meanwhile, removed by their own cleanup
+    /// or another deepdebug, are fine); returns their names.
+    fn remove_all(&self, containers: Vec<bollard::models::ContainerSummary>) -> Result<Vec<String>, SandboxError> {
+        let mut removed = Vec::new();
+        for container in containers {
+            let Some(id) = container.id else { continue };
+            let force = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            match self.block_on(self.client.remove_container(&id, Some(force))) {
+                Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. }) => {}
+                Err(e) => return Err(docker_err("remove a container")(e)),
+            }
+            removed.extend(container.names.unwrap_or_default());
+        }
+        Ok(removed)
+    }
+
     /// Names of this connection's containers that still exist (running or not).
     ///
     /// # Errors
     /// When the engine cannot list containers.
     pub fn leftover_containers(&self) -> Result<Vec<String>, SandboxError> {
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![format!("{LABEL}={}", self.token)])])),
-            ..Default::default()
-        };
-        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
+        let list = self.labelled(format!("{LABEL}={}", self.token))?;
         Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).collect())
     }
 
@@ -130,13 +151,8 @@ impl DockerSandbox {
     /// # Errors
     /// When the engine cannot list containers.
     pub fn containers_of_process(&self, pid: u32) -> Result<Vec<String>, SandboxError> {
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])])),
-            ..Default::default()
-        };
-        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
         let prefix = format!("/deepdebug-{pid}-");
+        let list = self.labelled(LABEL.to_string())?;
         Ok(list.into_iter().flat_map(|c| c.names.unwrap_or_default()).filter(|n| n.starts_with(&prefix)).collect())
     }
 
@@ -147,28 +163,12 @@ impl DockerSandbox {
     /// # Errors
     /// When the engine cannot list or remove containers.
     pub fn prune_orphans(&self) -> Result<Vec<String>, SandboxError> {
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![OWNER_LABEL.to_string()])])),
-            ..Default::default()
-        };
-        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
-        let mut removed = Vec::new();
-        for container in list {
-            let owner = container.labels.as_ref().and_then(|l| l.get(OWNER_LABEL));
-            let (Some(id), Some(owner)) = (container.id, owner) else { continue };
-            if !owner_gone(owner) {
-                continue;
-            }
-            let force = RemoveContainerOptions { force: true, v: true, ..Default::default() };
-            match self.block_on(self.client.remove_container(&id, Some(force))) {
-                // Removed meanwhile (by its own cleanup, or another deepdebug pruning).
-                Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. }) => {}
-                Err(e) => return Err(docker_err("remove a container")(e)),
-            }
-            removed.extend(container.names.unwrap_or_default());
-        }
-        Ok(removed)
+        let list = self.labelled(OWNER_LABEL.to_string())?;
+        let orphans = list
+            .into_iter()
+            .filter(|c| c.labels.as_ref().and_then(|l| l.get(OWNER_LABEL)).is_some_and(|owner| owner_gone(owner)))
+            .collect();
+        self.remove_all(orphans)
     }
 
     /// Remove every deepdebug container on the engine (left by a deepdebug that was killed
@@ -177,20 +177,8 @@ impl DockerSandbox {
     /// # Errors
     /// When the engine cannot list or remove containers.
     pub fn prune(&self) -> Result<Vec<String>, SandboxError> {
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])])),
-            ..Default::default()
-        };
-        let list = self.block_on(self.client.list_containers(Some(options))).map_err(docker_err("list containers"))?;
-        let mut removed = Vec::new();
-        for container in list {
-            let Some(id) = container.id else { continue };
-            let force = RemoveContainerOptions { force: true, v: true, ..Default::default() };
-            self.block_on(self.client.remove_container(&id, Some(force))).map_err(docker_err("remove a container"))?;
-            removed.extend(container.names.unwrap_or_default());
-        }
-        Ok(removed)
+        let list = self.labelled(LABEL.to_string())?;
+        self.remove_all(list)
     }
 
     /// Run `job` in a fresh container, which is removed afterwards whatever happened.
