@@ -384,3 +384,35 @@ fn repos_from_file_skips_comments_and_blank_lines() {
     assert_eq!(report.parquet, None);
     assert!(!out.join("pairs-v1-shard-00000-of-00001.parquet").exists());
 }
+
+#[test]
+fn a_long_history_is_mined_in_chunks_in_walk_order() {
+    // More fix commits than one parallel chunk (256): the rows still come out in walk order
+    // (newest first), none lost or repeated at the chunk boundary.
+    const FIXES: usize = 300;
+    let tmp = TempDir::new().unwrap();
+    let repo = Repo::init(tmp.path().join("long"));
+    let mut stream = String::new();
+    for k in 0..=FIXES {
+        let body = format!("def f(a, v{k}):\n    return a + v{k}\n");
+        let message = if k == 0 { "init".to_string() } else { format!("fix {k}") };
+        let parent = if k == 0 { String::new() } else { format!("from :{k}\n") };
+        stream.push_str(&format!(
+            "commit refs/heads/main\nmark :{}\ncommitter t <t@example.com> {} +0000\ndata {}\n{message}\n{parent}M 644 inline calc.py\ndata {}\n{body}\n",
+            k + 1,
+            1_600_000_000 + k,
+            message.len() + 1,
+            body.len(),
+        ));
+    }
+    let mut import = git_command(&repo.path).args(["fast-import", "--quiet"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(import.stdin.as_mut().unwrap(), stream.as_bytes()).unwrap();
+    drop(import.stdin.take());
+    assert!(import.wait().unwrap().success());
+    let report = mine(&config(&tmp.path().join("out"), &[&repo.path])).unwrap();
+    let rows = read_rows(&report);
+    let afters: Vec<String> = rows.iter().map(|r| r.after.lines().next().unwrap_or_default().to_string()).collect();
+    let expected: Vec<String> = (1..=FIXES).rev().map(|k| format!("def f(a, v{k}):")).collect();
+    assert_eq!(afters, expected);
+    assert_eq!(report.totals.pairs_written, FIXES as u64);
+}

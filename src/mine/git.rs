@@ -48,10 +48,20 @@ pub fn is_fix_message(message: &[u8]) -> bool {
     message.windows(3).any(|w| w.eq_ignore_ascii_case(b"fix"))
 }
 
+/// Fix commits mined in parallel at a time: their edits are handed on, in commit order,
+/// before the next chunk starts, so a repository's edits are never all in memory at once.
+const COMMITS_PER_CHUNK: usize = 256;
+
 /// Mine one repository: walk HEAD and local branches, keep non-merge fix commits and
-/// extract their edited functions (in parallel over commits). `on_commits(n)` is called
-/// as commits are processed, for progress display.
-pub fn mine_repo(path: &Path, limits: RepoLimits, on_commits: &(dyn Fn(u64) + Sync)) -> Result<RepoMined, RepoError> {
+/// extract their edited functions (in parallel over commits), handing each edit to
+/// `on_edit` in walk order. `on_commits(n)` is called as commits are processed, for
+/// progress display.
+pub fn mine_repo_with(
+    path: &Path,
+    limits: RepoLimits,
+    on_commits: &(dyn Fn(u64) + Sync),
+    on_edit: &mut dyn FnMut(MinedEdit),
+) -> Result<MineStats, RepoError> {
     // Re-hashing every object read costs ~5% of mining time; a corrupt object only spoils
     // its own commit (counted as unreadable or parsed as odd source), never the shard.
     // This is a process-wide libgit2 setting, and git2 is used only in this module.
@@ -94,27 +104,28 @@ pub fn mine_repo(path: &Path, limits: RepoLimits, on_commits: &(dyn Fn(u64) + Sy
     on_commits(stats.commits_walked - fix_commits.len() as u64);
     drop(repo);
 
-    let per_commit: Vec<RepoMined> = fix_commits
-        .par_iter()
-        .with_min_len(8)
-        .map_init(
-            || Repository::open(path).ok(),
-            |repo, &oid| {
-                let mined = match repo {
-                    Some(repo) => mine_commit(repo, oid, limits),
-                    None => RepoMined { stats: MineStats { unreadable_commits: 1, ..MineStats::default() }, ..RepoMined::default() },
-                };
-                on_commits(1);
-                mined
-            },
-        )
-        .collect();
-    let mut out = RepoMined { edits: Vec::new(), stats };
-    for mined in per_commit {
-        out.stats.add(&mined.stats);
-        out.edits.extend(mined.edits);
+    for chunk in fix_commits.chunks(COMMITS_PER_CHUNK) {
+        let per_commit: Vec<RepoMined> = chunk
+            .par_iter()
+            .with_min_len(8)
+            .map_init(
+                || Repository::open(path).ok(),
+                |repo, &oid| {
+                    let mined = match repo {
+                        Some(repo) => mine_commit(repo, oid, limits),
+                        None => RepoMined { stats: MineStats { unreadable_commits: 1, ..MineStats::default() }, ..RepoMined::default() },
+                    };
+                    on_commits(1);
+                    mined
+                },
+            )
+            .collect();
+        for mined in per_commit {
+            stats.add(&mined.stats);
+            mined.edits.into_iter().for_each(&mut *on_edit);
+        }
     }
-    Ok(out)
+    Ok(stats)
 }
 
 fn mine_commit(repo: &Repository, oid: Oid, limits: RepoLimits) -> RepoMined {

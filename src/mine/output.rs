@@ -1,4 +1,4 @@
-//! The shard's JSONL file, its checkpoint, and crash-safe appends of whole repositories.
+//! The shard's JSONL file, its checkpoint, and crash-safe appends of whole repositories (spilled to disk as they are mined).
 
 use super::report::{RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
@@ -155,40 +155,91 @@ impl ShardWriter {
         &self.checkpoint
     }
 
-    /// Append `rows` (dropping duplicates, counted into `report.stats`), make them
-    /// durable, then record `report` as completed in the checkpoint.
+    /// Append the rows of `spill` (dropping duplicates, counted into `report.stats`), make
+    /// them durable, then record `report` as completed in the checkpoint.
     ///
     /// `fail_after_rows` is fault injection for tests: write only that many rows and
     /// return [`MineError::InjectedFault`] without checkpointing, as a crash would.
-    pub fn append_repo(&mut self, rows: Vec<PairRow>, mut report: RepoReport, fail_after_rows: Option<usize>) -> Result<(), MineError> {
+    pub fn append_repo(&mut self, spill: Spill, mut report: RepoReport, fail_after_rows: Option<usize>) -> Result<(), MineError> {
         let path = self.paths.jsonl.clone();
-        let mut buffer = Vec::new();
-        let mut written = 0_u64;
-        for (i, row) in rows.into_iter().enumerate() {
+        let (rows, hashes) = spill.finish()?;
+        let mut rows = BufReader::new(rows);
+        let mut out = std::io::BufWriter::new(&mut self.file);
+        let mut line = Vec::new();
+        let (mut written, mut bytes) = (0_u64, 0_u64);
+        for (i, hash) in hashes.into_iter().enumerate() {
             if fail_after_rows == Some(i) {
                 break;
             }
-            let hash = u64::from_str_radix(&row.pair_hash, 16).unwrap_or_default();
+            line.clear();
+            rows.read_until(b'\n', &mut line).map_err(|e| MineError::Io { path: path.clone(), source: e })?;
             if !self.seen.insert(hash) {
                 report.stats.duplicates_dropped += 1;
                 continue;
             }
-            serde_json::to_writer(&mut buffer, &row).map_err(|e| MineError::Io { path: path.clone(), source: e.into() })?;
-            buffer.push(b'\n');
+            out.write_all(&line).map_err(io_err(&path))?;
             written += 1;
+            bytes += line.len() as u64;
         }
-        self.file.write_all(&buffer).map_err(io_err(&path))?;
+        out.flush().map_err(io_err(&path))?;
+        drop(out);
         if fail_after_rows.is_some() {
-            self.file.flush().map_err(io_err(&path))?;
             return Err(MineError::InjectedFault);
         }
         self.file.sync_data().map_err(io_err(&path))?;
         report.stats.pairs_written = written;
-        self.checkpoint.jsonl_bytes += buffer.len() as u64;
+        self.checkpoint.jsonl_bytes += bytes;
         self.checkpoint.rows += written;
         self.checkpoint.completed.push(report);
         let json = serde_json::to_vec_pretty(&self.checkpoint).map_err(|e| MineError::Io { path: path.clone(), source: e.into() })?;
         write_atomic(&self.paths.checkpoint, &json)
+    }
+}
+
+/// One repository's rows as they are mined, in an unnamed temporary file beside the shard
+/// (with their deduplication keys in memory): memory stays flat however large the history.
+pub struct Spill {
+    file: std::io::BufWriter<File>,
+    hashes: Vec<u64>,
+    /// The first write error (later rows are dropped; [`Spill::finish`] reports it).
+    error: Option<std::io::Error>,
+    dir: PathBuf,
+}
+
+impl Spill {
+    /// A spill file in `dir` (the shard's output directory), removed when dropped.
+    pub fn new(dir: &Path) -> Result<Spill, MineError> {
+        let file = tempfile::tempfile_in(dir).map_err(io_err(dir))?;
+        Ok(Spill { file: std::io::BufWriter::new(file), hashes: Vec::new(), error: None, dir: dir.to_path_buf() })
+    }
+
+    /// Add one row.
+    pub fn push(&mut self, row: &PairRow) {
+        if self.error.is_some() {
+            return;
+        }
+        let written = serde_json::to_writer(&mut self.file, row).map_err(std::io::Error::from).and_then(|()| self.file.write_all(b"\n"));
+        match written {
+            Ok(()) => self.hashes.push(u64::from_str_radix(&row.pair_hash, 16).unwrap_or_default()),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Rows added so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// The file, rewound, and the rows' keys in file order.
+    fn finish(self) -> Result<(File, Vec<u64>), MineError> {
+        let Spill { file, hashes, error, dir } = self;
+        if let Some(e) = error {
+            return Err(MineError::Io { path: dir, source: e });
+        }
+        let mut file = file.into_inner().map_err(|e| MineError::Io { path: dir.clone(), source: e.into_error() })?;
+        file.seek(SeekFrom::Start(0)).map_err(io_err(&dir))?;
+        Ok((file, hashes))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Orchestration of one shard: pick its repositories, mine them in parallel, append, convert.
 
-use super::git::{mine_repo, MinedEdit, RepoError, RepoLimits};
-use super::output::{write_atomic, PairRow, ShardPaths, ShardWriter};
+use super::git::{mine_repo_with, MinedEdit, RepoError, RepoLimits};
+use super::output::{write_atomic, PairRow, ShardPaths, ShardWriter, Spill};
 use super::progress::Progress;
 use super::report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
@@ -90,20 +90,20 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
                 progress.repo_done(&key);
                 return Ok(RepoReport { repo: key, outcome: RepoOutcome::Resumed, stats: previous.stats });
             }
-            let mined = match mine_repo(repo, limits, &on_commits) {
-                Ok(mined) => mined,
+            let mut spill = Spill::new(&config.out_dir)?;
+            let stats = match mine_repo_with(repo, limits, &on_commits, &mut |e| spill.push(&row(&key, e))) {
+                Ok(stats) => stats,
                 Err(error) => {
                     progress.repo_done(&key);
                     let error = error_chain(&error);
                     return Ok(RepoReport { repo: key, outcome: RepoOutcome::Failed { error }, stats: MineStats::default() });
                 }
             };
-            let rows: Vec<PairRow> = mined.edits.into_iter().map(|e| row(&key, e)).collect();
-            let report = RepoReport { repo: key.clone(), outcome: RepoOutcome::Mined, stats: mined.stats };
+            let report = RepoReport { repo: key.clone(), outcome: RepoOutcome::Mined, stats };
             let mut guard = state.lock().map_err(|_| MineError::Poisoned)?;
             let (writer, appended) = &mut *guard;
-            let fail_after_rows = (config.fail_after_repos == Some(*appended)).then_some(rows.len() / 2);
-            writer.append_repo(rows, report, fail_after_rows)?;
+            let fail_after_rows = (config.fail_after_repos == Some(*appended)).then_some(spill.len() / 2);
+            writer.append_repo(spill, report, fail_after_rows)?;
             *appended += 1;
             let report = writer.checkpoint().completed.last().cloned().ok_or(MineError::Poisoned)?;
             drop(guard);
