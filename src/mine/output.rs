@@ -172,7 +172,7 @@ impl ShardWriter {
                 break;
             }
             line.clear();
-            rows.read_until(b'\n', &mut line).map_err(|e| MineError::Io { path: path.clone(), source: e })?;
+            rows.read_until(b'\n', &mut line).map_err(io_err(&path))?;
             if !self.seen.insert(hash) {
                 report.stats.duplicates_dropped += 1;
                 continue;

@@ -36,7 +36,7 @@ _tests = {}
 
 
 def configure(report=None, coverage=None, timeout=None, cpu=None, frames=None):
-    """Redirect the report and change settings (used by the fork server before each fork)."""
+    """Redirect the report and change settings (used in each fork-server child for its request)."""
     global _out, _COVERAGE, _TIMEOUT, _CPU, _FRAMES
     if report is not None:
         if _out is not None:

@@ -491,7 +491,7 @@ mod tests {
     }
 
     #[test]
-    fn failure_frames_are_left_out_unless_asked_for_and_the_server_compiles_swaps() {
+    fn failure_frames_are_left_out_unless_asked_for_and_a_swap_only_cpython_rejects_runs_cold() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
@@ -505,8 +505,8 @@ mod tests {
         let failure = without.tests[0].failure.as_ref().unwrap();
         assert_eq!(without.tests[0].outcome, TestOutcome::Failed);
         assert!(failure.frames.is_empty() && failure.message.contains("assert"), "{failure:?}");
-        // A patched file only CPython rejects cannot be compiled by the server: the child takes
-        // the cold path, where the import reports the error.
+        // A patched file only CPython rejects cannot be compiled for a hot swap: the child
+        // takes the cold path, where the import reports the error.
         std::fs::write(dir.path().join("calc.py"), MODULE.replace("    return x\n", "    return x\nnonlocal y\n")).unwrap();
         let bad = server.run(&request(Some(&clamp), swap())).unwrap();
         assert_eq!(bad.warm, Some(false));
