@@ -232,7 +232,7 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     // Hot-swapped requests see only their own patch, written on the host.
     let clamp = vec!["test_calc.py::test_clamp".to_string()];
     let path = dir.path().join("calc.py");
-    let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] });
+    let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)], source: None });
     let mut warm = Vec::new();
     for round in 0..10 {
         let patched = round % 2 == 0;
@@ -252,7 +252,7 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     // the host's backstop, which would remove the container) and keeps serving.
     std::fs::write(&path, CLAMP.replace("while n > 0", "while n >= 0")).unwrap();
     let spin = vec!["test_calc.py::test_spin".to_string()];
-    let spin_swap = Some(Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] });
+    let spin_swap = Some(Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None });
     let orphan_hangs = vec!["test_calc.py::test_orphan_hangs".to_string()];
     let orphan = vec!["test_calc.py::test_orphan".to_string()];
     let strays = vec!["test_calc.py::test_no_strays".to_string()];

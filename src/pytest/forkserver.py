@@ -8,7 +8,8 @@ scratch directory, with DEEPDEBUG_ROOT set and the deepdebug plugin importable.
 
 Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool, "timeout": s, "cpu": s,
            "deadline": s (0: none), "frames": bool (failure frames with locals; default true),
-           "swap": {"file": rel, "functions": [[qualname, def_line], ...]} | null}
+           "swap": {"file": rel, "functions": [[qualname, def_line], ...],
+                    "source": [first_line, text] | null (the whole file)} | null}
 Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
           {"kind": "started", "id": n, "pid": pid}
           {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
@@ -21,6 +22,7 @@ deadline itself: at expiry the child's process group is killed (SIGKILL), and af
 its group is killed again to remove stray grandchildren.
 """
 import json
+import marshal
 import os
 import select
 import signal
@@ -181,26 +183,45 @@ def live_functions(module, path):
 _BY_FILE = {}
 
 
+# Every `from __future__` compiler flag: a function's code carries those of its module.
+_FUTURE_FLAGS = 0
+for _feature in __import__("__future__").all_feature_names:
+    _FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
+
+def patched_code(swap, module, path, live):
+    """The patched module code to take the swapped functions from: the module-level statements
+    the request carries, compiled at their own lines under the module's `__future__` flags
+    (read off a live function of the module), else the whole patched file."""
+    source = swap.get("source")
+    own = [f for f in live if f.__code__.co_filename == module.__file__]
+    if source is not None and own:
+        first, text = source
+        flags = own[0].__code__.co_flags & _FUTURE_FLAGS
+        return compile("\n" * (first - 1) + text, module.__file__, "exec", flags=flags, dont_inherit=True)
+    with open(path, encoding="utf-8") as handle:
+        return compile(handle.read(), module.__file__, "exec")
+
+
 def swap_plan(swap):
     """The (live function, new code) pairs that give the functions of `swap` the code compiled
-    from the patched file on disk; [] when the module is not imported yet (it will be imported
+    from the patched source; [] when the module is not imported yet (it will be imported
     from the patched file), None when the edit cannot be hot-swapped."""
     path = os.path.join(_ROOT, swap["file"])
     module = _BY_FILE.get(os.path.realpath(path))
     if module is None:
         return []
+    live = [live_functions(module, qualname.split(".")) for qualname, _ in swap["functions"]]
     try:
-        with open(path, encoding="utf-8") as handle:
-            code = compile(handle.read(), module.__file__, "exec")
+        code = patched_code(swap, module, path, [f for found in live for f in found])
     except Exception:  # e.g. a SyntaxError only CPython sees: the cold path reports it
         return None
     plan = []
-    for qualname, def_line in swap["functions"]:
-        parts = qualname.split(".")
-        new = find_code(code, parts, def_line)
+    for (qualname, def_line), found in zip(swap["functions"], live):
+        new = find_code(code, qualname.split("."), def_line)
         if new is None:
             return None
-        targets = [f for f in live_functions(module, parts) if f.__code__.co_name == new.co_name]
+        targets = [f for f in found if f.__code__.co_name == new.co_name]
         if len(targets) != 1 or targets[0].__code__.co_freevars != new.co_freevars:
             return None
         plan.append((targets[0], new))
@@ -272,11 +293,11 @@ def fork_spare(session):
             os.setpgid(0, 0)
             os.close(request_w)
             os.close(done_r)
-            with os.fdopen(request_r, "rb") as source:
-                line = source.read()
-            if not line.strip():  # the server is shutting down
+            data = read_all(request_r)
+            os.close(request_r)
+            if not data:  # the server is shutting down
                 os._exit(0)
-            request = json.loads(line)
+            request = marshal.loads(data)
             child(request, prepare(request, session), done_w)
         finally:
             os._exit(70)
@@ -289,10 +310,21 @@ def fork_spare(session):
     return pid, request_w, done_r
 
 
-def hand_over(send, line):
-    """Write a request line to the spare child and close the pipe (its end of input). False
-    when the child is gone."""
-    data = line.encode()
+def read_all(fd):
+    """Everything until end of input (plain reads: a file object costs a child pages)."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def hand_over(send, request):
+    """Write a request (marshalled: the child reads it back without touching the json
+    module's pages) to the spare child and close the pipe (its end of input). False when the
+    child is gone."""
+    data = marshal.dumps(request)
     try:
         while data:
             data = data[os.write(send, data):]
@@ -449,11 +481,11 @@ def main():
         request = json.loads(line)
         reap_orphans()  # any that died since the last request
         pid, send, done = spare
-        if not hand_over(send, line):  # the spare died waiting (killed from outside): another
+        if not hand_over(send, request):  # the spare died waiting (killed from outside): another
             os.close(done)
             reap_orphans()  # it, if not reaped above already
             pid, send, done = spare = fork_spare(session)
-            hand_over(send, line)
+            hand_over(send, request)
         reply({"kind": "started", "id": request["id"], "pid": pid})
         status, timed_out = wait_child(pid, done, request.get("deadline") or 0)
         os.close(done)

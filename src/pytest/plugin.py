@@ -31,7 +31,14 @@ _repr.maxother = 120
 _repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 12
 _repr.maxlevel = 3
 
-_out = open(_REPORT, "a", encoding="utf-8") if _REPORT else None
+
+def _open_report(path):
+    """The report's file descriptor (appending; a plain fd: a file object costs each fork-server
+    child the pages of the io machinery)."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+_out = _open_report(_REPORT) if _REPORT else None
 _tests = {}
 
 
@@ -40,8 +47,8 @@ def configure(report=None, coverage=None, timeout=None, cpu=None, frames=None):
     global _out, _COVERAGE, _TIMEOUT, _CPU, _FRAMES
     if report is not None:
         if _out is not None:
-            _out.close()
-        _out = open(report, "a", encoding="utf-8")
+            os.close(_out)
+        _out = _open_report(report)
         _tests.clear()
     if frames is not None:
         _FRAMES = bool(frames)
@@ -79,8 +86,9 @@ class DeepdebugCpuTimeout(DeepdebugTimeout):
 
 def _emit(record):
     if _out is not None:
-        _out.write(json.dumps(record) + "\n")
-        _out.flush()
+        data = (json.dumps(record) + "\n").encode()
+        while data:
+            data = data[os.write(_out, data):]
 
 
 def _safe_repr(value):

@@ -33,6 +33,9 @@ pub enum ServerMode {
 pub struct Swap {
     pub file: String,
     pub functions: Vec<(String, usize)>,
+    /// The module-level statements that hold the functions, as (1-based first line, text):
+    /// the child compiles these instead of the whole patched file. `None`: the whole file.
+    pub source: Option<(usize, String)>,
 }
 
 /// One test session to run in a forked child.
@@ -262,7 +265,7 @@ impl ForkServer {
             "cpu": request.per_test_cpu.as_secs_f64(),
             "deadline": request.session_timeout.as_secs_f64(),
             "frames": request.frames,
-            "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions})),
+            "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions, "source": s.source})),
         });
         let start = Instant::now();
         self.transport
@@ -471,14 +474,14 @@ mod tests {
 
         // A body edit is hot-swapped.
         std::fs::write(&path, MODULE.replace("        return LIMIT", "        return 20")).unwrap();
-        let swap = Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] };
+        let swap = Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)], source: None };
         let s = server.run(&request(Some(&clamp), Some(swap))).unwrap();
         assert_eq!(s.warm, Some(true));
         assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
 
         // The next child starts from the unpatched server again.
         std::fs::write(&path, MODULE).unwrap();
-        let swap = Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] };
+        let swap = Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)], source: None };
         let s = server.run(&request(Some(&clamp), Some(swap))).unwrap();
         assert_eq!(s.tests[0].outcome, TestOutcome::Failed);
 
@@ -491,12 +494,42 @@ mod tests {
     }
 
     #[test]
+    fn a_child_compiles_only_the_statements_it_is_sent_in_their_class_and_under_the_modules_future_flags() {
+        // Without the module's `from __future__ import annotations` the inner def fails on
+        // its unknown annotation; without its class, `self.__scale` is not name-mangled.
+        let module = "from __future__ import annotations\n\nclass Box:\n    __scale = 2\n\n    def grow(self, x):\n        def double(y: Missing) -> int:\n            return y * self.__scale\n        return double(x) + 1\n";
+        let tests = "from box import Box\n\ndef test_grow():\n    assert Box().grow(3) == 6\n";
+        let dir = project(&[("box.py", module), ("test_box.py", tests)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let grow = vec!["test_box.py::test_grow".to_string()];
+        let patched = module.replace("double(x) + 1", "double(x)");
+        let class = patched.split_inclusive('\n').skip(2).collect::<String>();
+        let swap = |source: &str| Swap {
+            file: "box.py".into(),
+            functions: vec![("Box.grow".into(), 6)],
+            source: Some((3, source.to_string())),
+        };
+        std::fs::write(dir.path().join("box.py"), &patched).unwrap();
+        let s = server.run(&request(Some(&grow), Some(swap(&class)))).unwrap();
+        assert_eq!(s.warm, Some(true));
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed, "{:?}", s.tests[0].failure);
+        // The statements sent are what runs, not the file on disk.
+        std::fs::write(dir.path().join("box.py"), module).unwrap();
+        let s = server.run(&request(Some(&grow), Some(swap(&class)))).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed, "{:?}", s.tests[0].failure);
+        let unpatched = module.split_inclusive('\n').skip(2).collect::<String>();
+        let s = server.run(&request(Some(&grow), Some(swap(&unpatched)))).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Failed);
+    }
+
+    #[test]
     fn failure_frames_are_left_out_unless_asked_for_and_a_swap_only_cpython_rejects_runs_cold() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
         let clamp = vec!["test_calc.py::test_clamp".to_string()];
-        let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)] });
+        let swap = || Some(Swap { file: "calc.py".into(), functions: vec![("clamp".into(), 3)], source: None });
         let with = server.run(&request(Some(&clamp), swap())).unwrap();
         let failure = with.tests[0].failure.as_ref().unwrap();
         assert!(failure.frames.iter().any(|f| f.function == "test_clamp"), "{failure:?}");
@@ -537,14 +570,14 @@ mod tests {
         let spin = vec!["test_calc.py::test_spin".to_string()];
         // `spin(0)` returns at once; make it loop forever and give the child no alarm.
         std::fs::write(dir.path().join("calc.py"), MODULE.replace("while n > 0", "while n >= 0")).unwrap();
-        let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] };
+        let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
         req.per_test_timeout = Duration::ZERO;
         req.session_timeout = Duration::from_millis(700);
         let s = server.run(&req).unwrap();
         assert_eq!(s.exit, Exit::Timeout);
         // The per-test alarm inside the child also works.
-        let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)] };
+        let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
         req.per_test_timeout = Duration::from_millis(300);
         let s = server.run(&req).unwrap();

@@ -58,6 +58,28 @@ pub struct Focus {
     pub functions: Vec<(String, usize)>,
     /// 1-based inclusive line ranges of those bodies in the original text.
     pub original_body_lines: Vec<(usize, usize)>,
+    /// 1-based inclusive line range, in the patched text, of the module-level statements that
+    /// hold those functions: compiling these lines alone gives their code.
+    pub statement_lines: (usize, usize),
+}
+
+impl Focus {
+    /// The lines of `patched_text` named by [`Focus::statement_lines`] (line ends kept).
+    #[must_use]
+    pub fn statements<'t>(&self, patched_text: &'t str) -> &'t str {
+        let (first, last) = self.statement_lines;
+        let start = line_start(patched_text, first);
+        let end = line_start(patched_text, last + 1);
+        &patched_text[start..end.max(start)]
+    }
+}
+
+/// Byte offset where 1-based `line` starts (the text's length past its last line).
+fn line_start(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n').nth(line - 2).map_or(text.len(), |(i, _)| i + 1)
 }
 
 /// The [`Focus`] of `patch`, given the original file and the patched text.
@@ -65,7 +87,7 @@ pub struct Focus {
 pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus> {
     let new_defs = crate::python::functions(patched);
     let old_defs = crate::python::functions(original);
-    let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new() };
+    let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new(), statement_lines: (usize::MAX, 0) };
     let mut shift: isize = 0;
     for edit in patch.edits() {
         let old = outermost(&old_defs, edit.range.start, edit.range.end)?;
@@ -79,9 +101,22 @@ pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus
             focus.functions.push(entry);
             let body_start = original.text()[..old.body_byte_range.start].matches('\n').count() + 1;
             focus.original_body_lines.push((body_start, old.end_line));
+            let (first, last) = module_statement_lines(patched, new.byte_range.start)?;
+            focus.statement_lines = (focus.statement_lines.0.min(first), focus.statement_lines.1.max(last));
         }
     }
     Some(focus)
+}
+
+/// 1-based inclusive lines of the module-level statement holding byte `at`.
+fn module_statement_lines(parsed: &Parsed, at: usize) -> Option<(usize, usize)> {
+    let root = parsed.root();
+    let mut cursor = root.walk();
+    let statement = root.named_children(&mut cursor).find(|n| n.start_byte() <= at && at < n.end_byte())?;
+    let (start, end) = (statement.start_position(), statement.end_position());
+    // A node ending at a line's first column ends on the line before.
+    let last = if end.column == 0 && end.row > start.row { end.row } else { end.row + 1 };
+    Some((start.row + 1, last))
 }
 
 fn outermost(defs: &[crate::python::FunctionDef], start: usize, end: usize) -> Option<&crate::python::FunctionDef> {
@@ -416,7 +451,34 @@ fn normalize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{minimal_edit, normalize, reindent};
+    use super::{focus, minimal_edit, normalize, reindent};
+    use crate::patch::{Edit, Patch};
+    use crate::python::Parsed;
+
+    #[test]
+    fn a_focus_names_the_module_level_statements_that_hold_its_functions() {
+        let text = "import os\n\nclass Box:\n    size = 1\n\n    @property\n    def area(self):\n        return 1\n# between\n\nif os.name:\n    def h(y):\n        return y\n\ndef last():\n    return 0";
+        let original = Parsed::new(text);
+        let at = |needle: &str, with: &str| {
+            let start = text.find(needle).unwrap();
+            Edit { range: start..start + needle.len(), content: with.into() }
+        };
+        // An edit in a method: the whole class; two edits: everything from the first
+        // statement to the last, whose text may end without a newline.
+        for (edits, lines, first_function) in [
+            (vec![at("return 1", "return 2")], (3, 8), ("Box.area", 6)),
+            (vec![at("return y", "return -y"), at("return 0", "return 10")], (11, 16), ("h", 12)),
+        ] {
+            let patch = Patch::new("m.py", edits).unwrap();
+            let patched_text = patch.apply(text);
+            let got = focus(&patch, &original, &Parsed::new(patched_text.as_str())).unwrap();
+            assert_eq!(got.statement_lines, lines);
+            assert_eq!(got.functions[0], (first_function.0.to_string(), first_function.1));
+            let statements = got.statements(&patched_text);
+            let expected: Vec<&str> = patched_text.split_inclusive('\n').skip(lines.0 - 1).take(lines.1 - lines.0 + 1).collect();
+            assert_eq!(statements, expected.concat());
+        }
+    }
 
     #[test]
     fn normalization_ignores_spacing_but_not_tokens() {

@@ -485,7 +485,7 @@ impl<'a> Worker<'a> {
         let original = std::fs::read(&path).map_err(LabError::Write)?;
         std::fs::write(&path, text).map_err(LabError::Write)?;
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
-        let swap = focus.map(|f| Swap { file: file.to_string(), functions: f.functions.clone() });
+        let swap = focus.map(|f| swap_of(file, f, text));
         let cpu = self.config.timeouts.per_test_cpu;
         let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu, true);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
@@ -501,7 +501,7 @@ impl<'a> Worker<'a> {
         let original = std::fs::read(&path).map_err(LabError::Write)?;
         std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
         let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
-        let swap = focus.map(|f| Swap { file: file.clone(), functions: f.functions.clone() });
+        let swap = focus.map(|f| swap_of(file, f, &candidate.patched_text));
         let config = self.config;
         let affected = focus.map(|f| {
             self.affected
@@ -627,6 +627,17 @@ impl<'a> Worker<'a> {
             return Some(CandidateOutcome::Unviable { reason });
         }
         None
+    }
+}
+
+/// The hot swap of `focus`'s functions in `file`, patched to `patched_text`: the child compiles
+/// only the module-level statements that hold them (compiling a whole large module cost a
+/// child more than running its test).
+fn swap_of(file: &str, focus: &Focus, patched_text: &str) -> Swap {
+    Swap {
+        file: file.to_string(),
+        functions: focus.functions.clone(),
+        source: Some((focus.statement_lines.0, focus.statements(patched_text).to_string())),
     }
 }
 
