@@ -21,6 +21,7 @@ not after the kernel has torn its address space down. The server enforces each r
 deadline itself: at expiry the child's process group is killed (SIGKILL), and after every child
 its group is killed again to remove stray grandchildren.
 """
+import __future__
 import json
 import marshal
 import os
@@ -185,8 +186,8 @@ _BY_FILE = {}
 
 # Every `from __future__` compiler flag: a function's code carries those of its module.
 _FUTURE_FLAGS = 0
-for _feature in __import__("__future__").all_feature_names:
-    _FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 
 
 def patched_code(swap, module, path, live):

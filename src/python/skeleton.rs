@@ -59,7 +59,10 @@ fn last_line(node: Node<'_>) -> usize {
     if end.column == 0 && end.row > node.start_position().row { end.row - 1 } else { end.row }
 }
 
-fn span(node: Node<'_>) -> Span {
+/// The 0-based lines `node` spans (a node ending at a line's first column ends on the line
+/// before).
+#[must_use]
+pub fn span(node: Node<'_>) -> Span {
     Span { first: node.start_position().row, last: last_line(node) }
 }
 

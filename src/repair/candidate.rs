@@ -113,10 +113,8 @@ fn module_statement_lines(parsed: &Parsed, at: usize) -> Option<(usize, usize)> 
     let root = parsed.root();
     let mut cursor = root.walk();
     let statement = root.named_children(&mut cursor).find(|n| n.start_byte() <= at && at < n.end_byte())?;
-    let (start, end) = (statement.start_position(), statement.end_position());
-    // A node ending at a line's first column ends on the line before.
-    let last = if end.column == 0 && end.row > start.row { end.row } else { end.row + 1 };
-    Some((start.row + 1, last))
+    let lines = crate::python::skeleton::span(statement);
+    Some((lines.first + 1, lines.last + 1))
 }
 
 fn outermost(defs: &[crate::python::FunctionDef], start: usize, end: usize) -> Option<&crate::python::FunctionDef> {
