@@ -161,6 +161,9 @@ fn main() {
     // "wide": few tests but long modules (1,400 lines), as in real projects, where compiling
     // the patched module (not only the edited function) used to dominate a child's time.
     let sizes: &[(&str, usize, usize)] = &[("small", 1, 5), ("medium", 8, 15), ("large", 30, 20), ("wide", 2, 200)];
+    // `BENCH_PROJECTS=small,wide` runs only those projects (for profiling one of them).
+    let only: Option<Vec<String>> = std::env::var("BENCH_PROJECTS").ok().map(|v| v.split(',').map(str::to_string).collect());
+    let sizes: Vec<_> = sizes.iter().filter(|(name, ..)| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name))).collect();
     let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     // As `fix` does: a version manager's shim is resolved once, for the baseline and the engine.
     let here = std::env::current_dir().unwrap();
@@ -186,7 +189,7 @@ fn main() {
         format!("{}x run/s", long_factor),
         "long"
     );
-    for &(name, modules, functions) in sizes {
+    for &&(name, modules, functions) in &sizes {
         let dir = tempfile::tempdir().unwrap();
         make_project(dir.path(), modules, functions);
         let project = Project::load(dir.path()).unwrap();

@@ -160,9 +160,10 @@ impl ForkServer {
             .map_err(io_err("create the fork server's directory"))?;
         let script = reports.path().join("deepdebug_forkserver.py");
         std::fs::write(&script, SERVER_SOURCE).map_err(io_err("write the fork server"))?;
+        let launch = Launch { python, plugin_dir, root, selectors, script: &script, reports: reports.path() };
         let (transport, replies) = match sandbox.docker() {
-            Some(docker) => start_container(docker, python, plugin_dir, root, selectors, &script, reports.path())?,
-            None => start_local(python, plugin_dir, root, selectors, &script, reports.path(), sandbox)?,
+            Some(docker) => start_container(docker, &launch)?,
+            None => start_local(&launch, sandbox)?,
         };
         Ok(ForkServer {
             transport,
@@ -340,16 +341,25 @@ fn server_env(plugin_dir: &Path, root: &Path, proto_fd: u8) -> Vec<(String, OsSt
     env
 }
 
+/// What starting a server takes, locally or in a container.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    python: &'a Path,
+    /// Holds the deepdebug plugin (importable by the server).
+    plugin_dir: &'a Path,
+    /// The project's scratch copy: the server's working directory.
+    root: &'a Path,
+    /// pytest arguments selecting the suite.
+    selectors: &'a [String],
+    /// The server script, inside `reports`.
+    script: &'a Path,
+    /// The server's own writable directory (script and per-request reports).
+    reports: &'a Path,
+}
+
 /// The server as a local child process, replies on its fd 3.
-fn start_local(
-    python: &Path,
-    plugin_dir: &Path,
-    root: &Path,
-    selectors: &[String],
-    script: &Path,
-    reports: &Path,
-    sandbox: &crate::sandbox::Sandbox,
-) -> Result<(Transport, Receiver<String>), PytestError> {
+fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result<(Transport, Receiver<String>), PytestError> {
+    let Launch { python, plugin_dir, root, selectors, script, reports } = *launch;
     let (reader, writer) = std::io::pipe().map_err(io_err("create the reply pipe"))?;
     let writer_fd = writer.as_raw_fd();
     let mut cmd = sandbox
@@ -391,13 +401,9 @@ fn start_local(
 /// The server in one long-lived container (the image's interpreter), replies on its stdout.
 fn start_container(
     docker: &std::sync::Arc<DockerSandbox>,
-    python: &Path,
-    plugin_dir: &Path,
-    root: &Path,
-    selectors: &[String],
-    script: &Path,
-    reports: &Path,
+    launch: &Launch<'_>,
 ) -> Result<(Transport, Receiver<String>), PytestError> {
+    let Launch { python, plugin_dir, root, selectors, script, reports } = *launch;
     let mut args: Vec<OsString> = vec![script.as_os_str().to_owned()];
     args.extend(selectors.iter().map(OsString::from));
     let job = Job {
