@@ -1,13 +1,14 @@
 //! Benchmark: fixes found and median time-to-fix over the QuixBugs-layout fixtures and `datasets/bugs/`.
 //!
 //! `cargo bench --bench repair` (env: `BENCH_TIMEOUT` seconds per bug, default 60;
-//! `BENCH_JOBS` validation workers, default: number of CPUs).
+//! `BENCH_JOBS` validation workers, default: number of CPUs; `BENCH_RANK=none` turns the
+//! SmolLM2 ranking off, which is on, as in `fix --rank auto`, when the model is installed).
 
 use deepdebug::repair::priors::Priors;
 use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use deepdebug::eval::quixbugs::{discover, evaluate_program, EvalOptions, ProgramStatus};
 use deepdebug::repair::candidate::GenerateLimits;
-use deepdebug::repair::fix::{fix, FixOptions, FixStatus};
+use deepdebug::repair::fix::{fix, FixOptions, FixStatus, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
 use std::path::Path;
 use std::time::Duration;
@@ -35,6 +36,12 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let workers = env_num("BENCH_JOBS").map_or(cpus, |j| usize::try_from(j).unwrap_or(1).max(1));
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rank = if std::env::var("BENCH_RANK").is_ok_and(|v| v == "none") {
+        None
+    } else {
+        deepdebug::model::smollm::find_gguf().map(RankOptions::optional)
+    };
+    println!("ranking of plausible patches: {}", if rank.is_some() { "SmolLM2 (as `fix --rank auto`)" } else { "operator score" });
     let mut rows = Vec::new();
 
     // QuixBugs-layout fixtures: fix + classification against the correct programs.
@@ -50,6 +57,7 @@ fn main() {
         per_call_timeout: Duration::from_secs(1),
         seed: 1,
         priors: Priors::default(),
+        rank: rank.clone(),
         sandbox: SandboxKind::Local,
         docker: DockerConfig::default(),
     };
@@ -86,7 +94,7 @@ fn main() {
             engine: EngineChoice::Fork,
             priors: Priors::default(),
             neural: None,
-            rank: None,
+            rank: rank.clone(),
             sandbox: SandboxKind::Local,
             docker: DockerConfig::default(),
         };

@@ -412,6 +412,32 @@ fn rank_smollm_prefers_the_natural_fix_among_plausible_patches() {
 }
 
 #[test]
+fn rank_auto_ranks_only_with_a_model_that_works() {
+    let dir = project(WEAK_SEARCH);
+    let run = |gguf: &Path| {
+        let out = deepdebug()
+            .args(["fix", "--json", "--timeout", "60s", "--test-timeout", "3s", "--repo"])
+            .arg(dir.path())
+            .env("DEEPDEBUG_SMOLLM2_GGUF", gguf)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(report.get("ranking").is_none(), "{report}");
+        assert!(report["patch"]["diff"].is_string(), "{report}");
+        report["warnings"].to_string()
+    };
+    // Not installed: ranked by operator score, without a word about it.
+    let warnings = run(&dir.path().join("missing.gguf"));
+    assert!(!warnings.contains("SmolLM2"), "{warnings}");
+    // Installed but unusable: a warning, and the patch all the same.
+    let bogus = dir.path().join("bogus.gguf");
+    std::fs::write(&bogus, "not a model").unwrap();
+    let warnings = run(&bogus);
+    assert!(warnings.contains("SmolLM2 ranking is off"), "{warnings}");
+}
+
+#[test]
 fn rank_none_keeps_the_report_without_ranking_fields() {
     let dir = project(WEAK_SEARCH);
     let out = fix(dir.path(), &["--json", "--rank", "none"]);

@@ -50,6 +50,8 @@ pub struct QuixbugsArgs {
     #[arg(long, value_name = "FILE")]
     priors: Option<PathBuf>,
     #[command(flatten)]
+    rank: super::fix::RankArgs,
+    #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
 }
 
@@ -74,6 +76,10 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::Usage);
         }
     };
+    let rank = match args.rank.options() {
+        Ok(rank) => rank,
+        Err(code) => return Ok(code),
+    };
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let jobs = args.jobs.max(1);
     let options = EvalOptions {
@@ -87,6 +93,7 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
         per_call_timeout: Duration::from_secs(1),
         seed: args.seed,
         priors: super::load_priors(args.priors.as_deref())?,
+        rank,
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
     };

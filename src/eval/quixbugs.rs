@@ -42,6 +42,8 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Operator priors passed to `fix`.
     pub priors: Priors,
+    /// How `fix` ranks plausible patches (`None`: by operator score, first found).
+    pub rank: Option<crate::repair::fix::RankOptions>,
     /// Sandbox of every test run `fix` makes.
     pub sandbox: SandboxKind,
     pub docker: DockerConfig,
@@ -296,7 +298,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         engine: EngineChoice::Fork,
         priors: options.priors.clone(),
         neural: None,
-        rank: None,
+        rank: options.rank.clone(),
         sandbox: options.sandbox,
         docker: options.docker.clone(),
     };

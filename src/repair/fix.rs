@@ -40,11 +40,15 @@ pub struct FixOptions {
     pub rank: Option<RankOptions>,
 }
 
-/// Likelihood ranking of plausible patches (`fix --rank smollm`).
+/// Likelihood ranking of plausible patches (`fix --rank smollm`, or `auto` when the model is
+/// installed).
 #[derive(Debug, Clone)]
 pub struct RankOptions {
     /// The SmolLM2 GGUF file.
     pub gguf: PathBuf,
+    /// Asked for explicitly: a model that cannot be loaded or run is an error. Otherwise `fix`
+    /// warns and ranks plausible patches by operator score.
+    pub required: bool,
     /// Plausible patches to collect before choosing (the search goes on after the first).
     pub max_plausible: usize,
     /// Share of the remaining search time the collection may take after the first plausible
@@ -53,10 +57,16 @@ pub struct RankOptions {
 }
 
 impl RankOptions {
-    /// Up to 5 plausible patches within 30% of the remaining search time.
+    /// Up to 5 plausible patches within 30% of the remaining search time; the model must work.
     #[must_use]
     pub fn new(gguf: PathBuf) -> RankOptions {
-        RankOptions { gguf, max_plausible: 5, extra_share: 0.3 }
+        RankOptions { gguf, required: true, max_plausible: 5, extra_share: 0.3 }
+    }
+
+    /// As [`RankOptions::new`], but a model that fails only turns the ranking off (with a warning).
+    #[must_use]
+    pub fn optional(gguf: PathBuf) -> RankOptions {
+        RankOptions { required: false, ..RankOptions::new(gguf) }
     }
 }
 
@@ -188,11 +198,18 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         }
         None => None,
     };
+    let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
     let mut ranker = match &options.rank {
-        Some(rank) => Some(Ranker::load(&rank.gguf).map_err(FixError::Ranker)?),
+        Some(rank) => match Ranker::load(&rank.gguf) {
+            Ok(ranker) => Some(ranker),
+            Err(err) if !rank.required => {
+                warnings.push(format!("SmolLM2 ranking is off ({err}): plausible patches are ranked by operator score"));
+                None
+            }
+            Err(err) => return Err(FixError::Ranker(err)),
+        },
         None => None,
     };
-    let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
     let (pytest, sandbox_warning) =
         crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
     warnings.extend(sandbox_warning);
@@ -317,6 +334,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let mut phase = Phase::Single;
     // With a ranker: whether the extra collection of plausible patches has run.
     let mut collected = false;
+    // An optional ranker that failed once is not tried again.
+    let mut ranker_failed = false;
     loop {
         if Instant::now() >= search_deadline {
             break;
@@ -355,9 +374,17 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                 if !notes.contains(&note) {
                     notes.push(note);
                 }
-            } else if !unscored.is_empty() {
+            } else if !unscored.is_empty() && !ranker_failed {
                 on_event(FixEvent::Ranking { count: unscored.len() });
-                ranking.scores.extend(ranking.stats.run(ranker, &project, &unscored).map_err(FixError::Ranker)?);
+                match ranking.stats.run(ranker, &project, &unscored) {
+                    Ok(scores) => ranking.scores.extend(scores),
+                    Err(err) if !rank_options.required => {
+                        ranker_failed = true;
+                        let note = format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score");
+                        notes.lock().expect("notes lock").push(note);
+                    }
+                    Err(err) => return Err(FixError::Ranker(err)),
+                }
             }
         }
         let key = |c: &Candidate| match &outcome.ranking {
