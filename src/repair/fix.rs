@@ -54,13 +54,20 @@ pub struct RankOptions {
     /// Share of the remaining search time the collection may take after the first plausible
     /// patch.
     pub extra_share: f64,
+    /// The collection also stops after this many times the search time the first plausible
+    /// patch took (but runs at least [`MIN_EXTRA`]): effort in proportion to the bug's.
+    pub extra_factor: f64,
 }
 
+/// The least time the collection of more plausible patches gets (see [`RankOptions::extra_factor`]).
+pub const MIN_EXTRA: Duration = Duration::from_secs(3);
+
 impl RankOptions {
-    /// Up to 5 plausible patches within 30% of the remaining search time; the model must work.
+    /// Up to 5 plausible patches within 30% of the remaining search time and 3× the time the
+    /// first one took (at least 3 s); the model must work.
     #[must_use]
     pub fn new(gguf: PathBuf) -> RankOptions {
-        RankOptions { gguf, required: true, max_plausible: 5, extra_share: 0.3 }
+        RankOptions { gguf, required: true, max_plausible: 5, extra_share: 0.3, extra_factor: 3.0 }
     }
 
     /// As [`RankOptions::new`], but a model that fails only turns the ranking off (with a warning).
@@ -356,7 +363,9 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                 let now = Instant::now();
                 if plausible < rank_options.max_plausible && now < search_deadline {
                     let mut extra = config.clone();
-                    extra.deadline = now + search_deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
+                    let share = search_deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
+                    let effort = now.saturating_duration_since(search_start).mul_f64(rank_options.extra_factor).max(MIN_EXTRA);
+                    extra.deadline = now + share.min(effort);
                     extra.stop_after_plausible = rank_options.max_plausible - plausible;
                     let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
                     validated.extend(lab::run_in(&pool, &pytest, &extra, &outcome.candidates, &done, &forward)?);
