@@ -388,6 +388,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
                 match ranking.stats.run(ranker, &project, &unscored) {
                     Ok(scores) => ranking.scores.extend(scores),
                     Err(err) if !rank_options.required => {
+                        // Every plausible patch is ranked the same way: by operator score.
+                        ranking.scores.clear();
                         ranker_failed = true;
                         let note = format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score");
                         notes.lock().expect("notes lock").push(note);
