@@ -14,7 +14,8 @@ pub enum Operator {
     Arithmetic,
     /// `and` ↔ `or`; `any` ↔ `all`.
     Boolean,
-    /// Drop a `not` or a unary minus; negate an `if`/`while` condition.
+    /// Drop a `not` or a unary minus; negate an `if`/`while` condition; negate an index or a
+    /// slice bound (`xs[n:]` → `xs[-n:]`).
     Negation,
     /// An integer constant ±1.
     ConstantOffByOne,
@@ -44,6 +45,10 @@ pub enum Operator {
     DeleteStatement,
     /// Change what a `return` returns, or add a missing `return`.
     ReturnValue,
+    /// `except A` → `except B` among the builtin exceptions commonly confused.
+    ExceptionType,
+    /// `yield e` ↔ `yield from e`.
+    YieldFrom,
 }
 
 impl Operator {
@@ -68,11 +73,13 @@ impl Operator {
             Operator::InsertStatement => 0.3,
             Operator::DeleteStatement => 0.3,
             Operator::ReturnValue => 0.45,
+            Operator::ExceptionType => 0.4,
+            Operator::YieldFrom => 0.4,
         }
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 18] = [
+    pub const ALL: [Operator; 20] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -91,6 +98,8 @@ impl Operator {
         Operator::InsertStatement,
         Operator::DeleteStatement,
         Operator::ReturnValue,
+        Operator::ExceptionType,
+        Operator::YieldFrom,
     ];
 
     #[must_use]
@@ -114,6 +123,8 @@ impl Operator {
             Operator::InsertStatement => "insert-statement",
             Operator::DeleteStatement => "delete-statement",
             Operator::ReturnValue => "return-value",
+            Operator::ExceptionType => "exception-type",
+            Operator::YieldFrom => "yield-from",
         }
     }
 }
@@ -277,9 +288,11 @@ impl Generator<'_> {
                         let bounds: Vec<Node<'_>> = index.named_children(&mut c).collect();
                         for bound in bounds {
                             self.off_by_one(bound);
+                            self.negate_index(bound);
                         }
                     } else if index.kind() != "string" {
                         self.off_by_one(index);
+                        self.negate_index(index);
                     }
                 }
             }
@@ -304,6 +317,8 @@ impl Generator<'_> {
                 self.push(Operator::Literal, node, alt);
             }
             "attribute" => self.attribute_misuse(node),
+            "except_clause" => self.exception_type(node),
+            "yield" => self.yield_from(node),
             _ => {}
         }
         self.wrap(node);
@@ -474,6 +489,53 @@ impl Generator<'_> {
                 });
             }
         }
+    }
+
+    /// `xs[n]` → `xs[-n]`, `xs[n:]` → `xs[-n:]`: counting from the other end (names and
+    /// positive integers only).
+    fn negate_index(&mut self, index: Node<'_>) {
+        if matches!(index.kind(), "identifier" | "attribute" | "call")
+            || (index.kind() == "integer" && self.text(index) != "0")
+        {
+            let negated = format!("-{}", self.text(index));
+            self.push(Operator::Negation, index, negated);
+        }
+    }
+
+    /// `except KeyError` → `except IndexError`, ...: the handled type is another builtin
+    /// exception often confused with it (also inside `except X as e` and tuples).
+    fn exception_type(&mut self, node: Node<'_>) {
+        let mut cursor = node.walk();
+        let Some(mut handled) = node.named_children(&mut cursor).find(|c| c.kind() != "block" && c.kind() != "comment") else {
+            return;
+        };
+        if handled.kind() == "as_pattern" {
+            let Some(inner) = handled.named_child(0) else { return };
+            handled = inner;
+        }
+        let mut types = vec![handled];
+        if handled.kind() == "tuple" {
+            let mut c = handled.walk();
+            types = handled.named_children(&mut c).collect();
+        }
+        for ty in types.into_iter().filter(|t| t.kind() == "identifier") {
+            let name = self.text(ty).to_string();
+            if !CONFUSED_EXCEPTIONS.contains(&name.as_str()) {
+                continue;
+            }
+            for other in CONFUSED_EXCEPTIONS.iter().filter(|o| **o != name) {
+                self.push(Operator::ExceptionType, ty, (*other).to_string());
+            }
+        }
+    }
+
+    /// `yield e` ↔ `yield from e` (a generator delegating to another, or yielding it whole).
+    fn yield_from(&mut self, node: Node<'_>) {
+        let Some(value) = node.named_child(0) else { return };
+        let text = self.text(value).to_string();
+        let delegates = self.text(node).trim_start_matches("yield").trim_start().starts_with("from");
+        let replacement = if delegates { format!("yield {text}") } else { format!("yield from {text}") };
+        self.push(Operator::YieldFrom, node, replacement);
     }
 
     fn unwrap_call(&mut self, node: Node<'_>) {
@@ -752,6 +814,10 @@ fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
     }
     Some(out)
 }
+
+/// Builtin exceptions that handlers confuse (`except IndexError` for a dict lookup, ...).
+const CONFUSED_EXCEPTIONS: [&str; 8] =
+    ["KeyError", "IndexError", "LookupError", "ValueError", "TypeError", "AttributeError", "ZeroDivisionError", "Exception"];
 
 fn is_statement(kind: &str) -> bool {
     matches!(
@@ -1151,5 +1217,35 @@ mod catalogue_tests {
         assert!(v.iter().any(|p| p.contains("if False")), "{v:#?}");
         let v = patched(src, 3, Operator::AttributeMisuse);
         assert!(v.iter().any(|p| p.contains("return p.height if True else p.height")), "{v:#?}");
+    }
+
+    #[test]
+    fn indices_and_slice_bounds_are_counted_from_the_other_end() {
+        let src = "def f(xs, n):\n    return xs[n:] + [xs[1]] + xs[0:n] + [xs[-1]]\n";
+        let v = patched(src, 2, Operator::Negation);
+        assert!(v.iter().any(|p| p.contains("return xs[-n:] + [xs[1]]")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("[xs[-1]] + xs[0:n]")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("xs[0:-n]")), "{v:#?}");
+        // Zero and bounds that are already negative are left alone.
+        assert!(!v.iter().any(|p| p.contains("xs[-0:n]") || p.contains("--1")), "{v:#?}");
+    }
+
+    #[test]
+    fn handled_exception_types_are_exchanged_for_commonly_confused_builtins() {
+        let src = "def get(d, k):\n    try:\n        return d[k]\n    except IndexError as e:\n        return None\n    except (ValueError, MyError):\n        return 0\n";
+        let v = patched(src, 4, Operator::ExceptionType);
+        assert!(v.iter().any(|p| p.contains("except KeyError as e:")), "{v:#?}");
+        assert!(v.iter().all(|p| !p.contains("except IndexError as e:")), "{v:#?}");
+        let v = patched(src, 6, Operator::ExceptionType);
+        assert!(v.iter().any(|p| p.contains("except (TypeError, MyError):")), "{v:#?}");
+        assert!(v.iter().all(|p| p.contains("MyError")), "a project's own exception is kept: {v:#?}");
+    }
+
+    #[test]
+    fn generators_delegate_with_yield_from_or_stop_delegating() {
+        let src = "def walk(xs):\n    for x in xs:\n        yield walk(x)\n        yield from x\n";
+        assert_eq!(patched(src, 3, Operator::YieldFrom).len(), 1);
+        assert!(patched(src, 3, Operator::YieldFrom)[0].contains("        yield from walk(x)\n"));
+        assert!(patched(src, 4, Operator::YieldFrom)[0].contains("        yield x\n"));
     }
 }
