@@ -491,8 +491,8 @@ impl Generator<'_> {
         }
     }
 
-    /// `xs[n]` → `xs[-n]`, `xs[n:]` → `xs[-n:]`: counting from the other end (names and
-    /// positive integers only).
+    /// `xs[n]` → `xs[-n]`, `xs[n:]` → `xs[-n:]`: counting from the other end (names,
+    /// attributes, calls and non-zero integers only).
     fn negate_index(&mut self, index: Node<'_>) {
         if matches!(index.kind(), "identifier" | "attribute" | "call")
             || (index.kind() == "integer" && self.text(index) != "0")
@@ -533,7 +533,8 @@ impl Generator<'_> {
     fn yield_from(&mut self, node: Node<'_>) {
         let Some(value) = node.named_child(0) else { return };
         let text = self.text(value).to_string();
-        let delegates = self.text(node).trim_start_matches("yield").trim_start().starts_with("from");
+        // The `from` keyword token, not text: `yield from_x` does not delegate.
+        let delegates = node.child(1).is_some_and(|token| token.kind() == "from");
         let replacement = if delegates { format!("yield {text}") } else { format!("yield from {text}") };
         self.push(Operator::YieldFrom, node, replacement);
     }
@@ -1243,9 +1244,10 @@ mod catalogue_tests {
 
     #[test]
     fn generators_delegate_with_yield_from_or_stop_delegating() {
-        let src = "def walk(xs):\n    for x in xs:\n        yield walk(x)\n        yield from x\n";
+        let src = "def walk(xs):\n    for x in xs:\n        yield walk(x)\n        yield from x\n        yield from_x\n";
         assert_eq!(patched(src, 3, Operator::YieldFrom).len(), 1);
         assert!(patched(src, 3, Operator::YieldFrom)[0].contains("        yield from walk(x)\n"));
         assert!(patched(src, 4, Operator::YieldFrom)[0].contains("        yield x\n"));
+        assert!(patched(src, 5, Operator::YieldFrom)[0].contains("        yield from from_x\n"));
     }
 }
