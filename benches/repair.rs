@@ -95,14 +95,15 @@ fn main() {
             priors: Priors::default(),
             neural: None,
             rank: rank.clone(),
+            lm: None,
             sandbox: SandboxKind::Local,
             docker: DockerConfig::default(),
         };
         let row = match fix(&fix_options, &|_| {}) {
             Ok(outcome) => Row {
                 name,
-                fixed: outcome.status == FixStatus::Fixed,
-                class: if outcome.status == FixStatus::Fixed { "plausible" } else { "not fixed" }.to_string(),
+                fixed: matches!(outcome.status, FixStatus::Fixed { .. }),
+                class: if matches!(outcome.status, FixStatus::Fixed { .. }) { "plausible" } else { "not fixed" }.to_string(),
                 seconds: outcome.elapsed.as_secs_f64(),
                 tried: outcome.validated.len(),
             },

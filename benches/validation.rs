@@ -212,7 +212,7 @@ fn main() {
         let repeated: Vec<Candidate> = (0..long_factor.max(1))
             .flat_map(|_| candidates.iter().cloned())
             .enumerate()
-            .map(|(id, c)| Candidate { id, ..c })
+            .map(|(id, c)| Candidate { id: deepdebug::repair::candidate::CandidateId(id), ..c })
             .collect();
         let long = self::measure(&pytest, &project, &baseline, &repeated, EngineChoice::Fork, cores);
         println!(

@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Serialize)]
 pub struct FixReport {
@@ -18,6 +18,13 @@ pub struct FixReport {
     pub suspicious_functions: Vec<FunctionReport>,
     pub suspicious_lines: Vec<LineReport>,
     pub candidates: CandidateStats,
+    /// Per candidate source: what it proposed, what was validated, what passed, and its time.
+    pub sources: Vec<SourceReport>,
+    /// Why the search stopped: `found`, `deadline`, `exhausted` or `not-started`.
+    pub search_end: &'static str,
+    /// The language-model source's sampler, when it was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language_model: Option<LanguageModelReport>,
     pub tried: Vec<TriedReport>,
     pub warnings: Vec<String>,
     pub seconds: f64,
@@ -102,17 +109,17 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         .iter()
         .filter(|v| v.outcome.is_plausible() || ranking.scores.contains_key(&v.candidate_id))
         .map(|v| {
-            let c = &outcome.candidates[v.candidate_id];
+            let c = &outcome.candidates[v.candidate_id.0];
             let n = ranking.scores.get(&c.id);
             RankedReport {
-                id: c.id,
+                id: c.id.0,
                 line: c.line,
                 description: c.description.clone(),
                 outcome: v.outcome.name(),
                 score: c.score,
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
-                chosen: outcome.best == Some(c.id),
+                chosen: outcome.best() == Some(c.id),
             }
         })
         .collect();
@@ -165,11 +172,54 @@ pub struct CandidateStats {
     pub proposed: usize,
     pub unparseable: usize,
     pub duplicates: usize,
+    /// Candidates admitted (parsed, new), all sources.
     pub ranked: usize,
-    /// Two-edit candidates among `ranked`.
+    /// Multi-edit candidates among `ranked`.
     pub pairs: usize,
     pub validated: usize,
     pub by_outcome: BTreeMap<&'static str, usize>,
+}
+
+/// What the language-model sampler ran.
+#[derive(Debug, Serialize)]
+pub struct LanguageModelReport {
+    pub prompt_tokens: usize,
+    pub sampled_tokens: usize,
+    pub seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One candidate source's share of the search.
+#[derive(Debug, Serialize)]
+pub struct SourceReport {
+    pub source: &'static str,
+    pub proposed: usize,
+    pub unparseable: usize,
+    pub duplicates: usize,
+    pub generated: usize,
+    pub validated: usize,
+    pub plausible: usize,
+    pub partial: usize,
+    pub validation_seconds: f64,
+    pub generation_seconds: f64,
+}
+
+impl SourceReport {
+    fn new(kind: crate::repair::search::SourceKind, s: &crate::repair::search::SourceStats) -> SourceReport {
+        SourceReport {
+            source: kind.name(),
+            proposed: s.proposed,
+            unparseable: s.unparseable,
+            duplicates: s.duplicates,
+            generated: s.generated,
+            validated: s.validated,
+            plausible: s.plausible,
+            partial: s.partial,
+            validation_seconds: s.validation_seconds,
+            generation_seconds: s.generation_seconds,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -188,7 +238,7 @@ impl FixReport {
     #[must_use]
     pub fn new(outcome: &FixOutcome, repo: &str) -> FixReport {
         let status = match outcome.status {
-            FixStatus::Fixed => "fixed",
+            FixStatus::Fixed { .. } => "fixed",
             FixStatus::NotFixed => "not-fixed",
             FixStatus::NothingToFix => "nothing-to-fix",
         };
@@ -258,21 +308,34 @@ impl FixReport {
                 })
                 .collect(),
             candidates: CandidateStats {
-                proposed: outcome.generate_stats.proposed,
-                unparseable: outcome.generate_stats.unparseable,
-                duplicates: outcome.generate_stats.duplicates,
+                proposed: outcome.sources.iter().map(|(_, s)| s.proposed).sum(),
+                unparseable: outcome.sources.iter().map(|(_, s)| s.unparseable).sum(),
+                duplicates: outcome.sources.iter().map(|(_, s)| s.duplicates).sum(),
                 ranked: outcome.candidates.len(),
-                pairs: outcome.pair_candidates,
+                pairs: outcome.candidates.iter().filter(|c| !c.source.is_single()).count(),
                 validated: outcome.validated.len(),
                 by_outcome,
+            },
+            language_model: outcome.lm.as_ref().map(|lm| LanguageModelReport {
+                prompt_tokens: lm.prompt_tokens,
+                sampled_tokens: lm.sampled_tokens,
+                seconds: lm.seconds,
+                error: lm.error.clone(),
+            }),
+            sources: outcome.sources.iter().map(|(kind, s)| SourceReport::new(*kind, s)).collect(),
+            search_end: match outcome.search_end {
+                crate::repair::fix::SearchEnd::Found => "found",
+                crate::repair::fix::SearchEnd::Deadline => "deadline",
+                crate::repair::fix::SearchEnd::Exhausted => "exhausted",
+                crate::repair::fix::SearchEnd::NotStarted => "not-started",
             },
             tried: outcome
                 .validated
                 .iter()
                 .map(|v| {
-                    let c = &outcome.candidates[v.candidate_id];
+                    let c = &outcome.candidates[v.candidate_id.0];
                     TriedReport {
-                        id: c.id,
+                        id: c.id.0,
                         file: c.patch.file.clone(),
                         line: c.line,
                         source: c.source.name(),

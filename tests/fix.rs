@@ -245,8 +245,13 @@ fn apply_writes_the_patch_and_json_reports_the_search() {
     let out = fix(dir.path(), &["--apply", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["format_version"], 1);
+    assert_eq!(report["format_version"], 2);
     assert_eq!(report["status"], "fixed");
+    assert_eq!(report["search_end"], "found");
+    let operators = report["sources"].as_array().unwrap().iter().find(|s| s["source"] == "operators").unwrap();
+    assert!(operators["generated"].as_u64().unwrap() >= operators["validated"].as_u64().unwrap());
+    assert!(operators["plausible"].as_u64().unwrap() >= 1);
+    assert!(operators["validation_seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(report["patch"]["file"], "grades.py");
     assert_eq!(report["baseline"]["failing"][0]["nodeid"], "test_grades.py::test_at");
     let tried = report["tried"].as_array().unwrap();

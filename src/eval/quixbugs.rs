@@ -299,6 +299,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         priors: options.priors.clone(),
         neural: None,
         rank: options.rank.clone(),
+        lm: None,
         sandbox: options.sandbox,
         docker: options.docker.clone(),
     };
@@ -326,7 +327,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
             result.status = ProgramStatus::Error;
             result.reason = "every test already passes on the buggy program: nothing to fix".into();
         }
-        (FixStatus::NotFixed, _) | (FixStatus::Fixed, None) => {
+        (_, None) => {
             result.reason = format!(
                 "no plausible patch: {} of {} candidates validated ({} failing tests)",
                 result.candidates_tried,
@@ -334,7 +335,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
                 outcome.failing.len()
             );
         }
-        (FixStatus::Fixed, Some(best)) => {
+        (_, Some(best)) => {
             result.patch = Some(PatchInfo {
                 file: best.patch.file.clone(),
                 line: best.line,

@@ -7,6 +7,9 @@ use candle_transformers::generation::{LogitsProcessor, Sampling};
 use super::llama::{Llama, Weights};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+mod lines;
+pub use lines::{LineSampling, Prefix, SampledLine};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;

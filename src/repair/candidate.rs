@@ -2,19 +2,34 @@
 
 use super::operators::{mutations_at_line_in, FileScope, Operator};
 use super::priors::Priors;
+use super::search::Proposal;
 use crate::localize::Localization;
 use crate::patch::{Edit, Patch};
 use crate::project::Project;
 use crate::python::Parsed;
 use std::collections::{HashMap, HashSet};
 
+/// A candidate's stable identity within one search: its admission order, never renumbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct CandidateId(pub usize);
+
+impl std::fmt::Display for CandidateId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Where a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// A repair operator.
     Operator(Operator),
-    /// Two edits combined (each from an operator), at different places in one file.
-    Combined(Operator, Operator),
+    /// A fix template learned from real commits (its index in the template file).
+    Template(usize),
+    /// A line proposed cloze-style by a pretrained language model.
+    LanguageModel,
+    /// Two or three edits combined, at different lines of one file.
+    Combined { edits: usize },
     /// A function rewritten by the seq2seq patcher (`fix --model`).
     Neural,
 }
@@ -24,17 +39,25 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Operator(op) => op.name(),
-            Source::Combined(..) => "combined",
+            Source::Template(_) => "template",
+            Source::LanguageModel => "language-model",
+            Source::Combined { .. } => "combined",
             Source::Neural => "neural",
         }
+    }
+
+    /// A single edit (not a combination).
+    #[must_use]
+    pub fn is_single(self) -> bool {
+        !matches!(self, Source::Combined { .. })
     }
 }
 
 /// A patch to validate, with its provenance and rank.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// Position in the ranked list, from 0.
-    pub id: usize,
+    /// Stable id (admission order in a search; rank order from [`generate`]).
+    pub id: CandidateId,
     pub patch: Patch,
     /// The whole patched file text (already checked to parse).
     pub patched_text: String,
@@ -134,7 +157,7 @@ pub struct GenerateLimits {
 
 impl Default for GenerateLimits {
     fn default() -> Self {
-        GenerateLimits { max_lines: 40, max_candidates: 5000 }
+        GenerateLimits { max_lines: 200, max_candidates: 5000 }
     }
 }
 
@@ -146,7 +169,8 @@ pub struct GenerateStats {
     pub duplicates: usize,
 }
 
-/// Generate, re-parse, deduplicate and rank candidates at the most suspicious lines.
+/// Generate, re-parse, deduplicate and rank candidates at the most suspicious lines, all at
+/// once (`fix` draws them lazily through `sources::OperatorSource` instead).
 #[must_use]
 pub fn generate(
     project: &Project,
@@ -160,28 +184,55 @@ pub fn generate(
     let mut scopes: HashMap<String, FileScope> = HashMap::new();
     for susp in localization.lines.iter().take(limits.max_lines) {
         let Some(file) = project.file(&susp.file) else { continue };
-        let scope = scopes
-            .entry(file.rel.clone())
-            .or_insert_with(|| FileScope::of(&file.parsed));
-        for mutation in mutations_at_line_in(&file.parsed, scope, susp.line) {
+        let scope = scopes.entry(file.rel.clone()).or_insert_with(|| FileScope::of(&file.parsed));
+        for proposal in operator_proposals(file, scope, susp, priors) {
             stats.proposed += 1;
-            let edit_size = mutation.edit.range.len() + mutation.edit.content.len();
-            let Some(checked) = check(file, mutation.edit, &mut seen, &mut stats) else { continue };
-            out.push(Candidate {
-                id: 0,
-                focus: checked.focus,
-                patch: checked.patch,
-                patched_text: checked.patched_text,
-                source: Source::Operator(mutation.operator),
-                line: susp.line,
-                description: mutation.description,
-                score: susp.score * priors.weight(mutation.operator),
-                edit_size,
-            });
+            match check_patch(file, proposal.patch.clone(), &mut seen) {
+                Ok(checked) => out.push(admitted(CandidateId(0), proposal, checked)),
+                Err(Rejected::Unparseable) => stats.unparseable += 1,
+                Err(Rejected::Duplicate) => stats.duplicates += 1,
+            }
         }
     }
     rank(&mut out, limits.max_candidates);
     (out, stats)
+}
+
+/// The repair operators' proposals at one suspicious line, scored by suspiciousness × prior.
+#[must_use]
+pub fn operator_proposals(
+    file: &crate::project::SourceFile,
+    scope: &FileScope,
+    susp: &crate::localize::SuspiciousLine,
+    priors: &Priors,
+) -> Vec<Proposal> {
+    mutations_at_line_in(&file.parsed, scope, susp.line)
+        .into_iter()
+        .map(|mutation| Proposal {
+            patch: Patch::single(file.rel.clone(), mutation.edit),
+            source: Source::Operator(mutation.operator),
+            line: susp.line,
+            description: mutation.description,
+            score: susp.score * priors.weight(mutation.operator),
+        })
+        .collect()
+}
+
+/// The candidate made of `proposal` once [`check_patch`] accepted it.
+#[must_use]
+pub fn admitted(id: CandidateId, proposal: Proposal, checked: Checked) -> Candidate {
+    let edit_size = checked.patch.edits().iter().map(|e| e.range.len() + e.content.len()).sum();
+    Candidate {
+        id,
+        focus: checked.focus,
+        patch: checked.patch,
+        patched_text: checked.patched_text,
+        source: proposal.source,
+        line: proposal.line,
+        description: proposal.description,
+        score: proposal.score,
+        edit_size,
+    }
 }
 
 /// Limits on neural candidate generation.
@@ -238,93 +289,61 @@ pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
     Edit::replacement(offset + prefix..offset + old.len() - suffix, &new[prefix..new.len() - suffix])
 }
 
-/// Ask the patcher for rewrites of the most suspicious functions: build each function's
-/// skeleton, sample, re-indent, replace the function's lines, re-parse and deduplicate.
+/// Ask the patcher for rewrites of one suspicious function: build its skeleton, sample,
+/// re-indent, replace the function's lines. The search re-parses and deduplicates them.
 ///
 /// # Errors
 /// When sampling fails (tensor or tokenizer errors).
-pub fn generate_neural(
+pub fn neural_proposals(
     project: &Project,
-    localization: &Localization,
+    susp: &crate::localize::SuspiciousFunction,
     sampler: &mut crate::model::Sampler,
     limits: &NeuralLimits,
-) -> Result<(Vec<Candidate>, GenerateStats), crate::model::ModelError> {
-    let mut stats = GenerateStats::default();
-    let mut seen: HashSet<(String, String)> = HashSet::new();
+) -> Result<Vec<Proposal>, crate::model::ModelError> {
+    let Some(file) = project.file(&susp.file) else { return Ok(Vec::new()) };
+    let original = file.parsed.text();
+    let Some(def) = crate::python::functions(&file.parsed)
+        .into_iter()
+        .find(|d| d.qualname == susp.qualname && d.start_line == susp.start_line)
+    else {
+        return Ok(Vec::new());
+    };
+    let tokenizer = sampler.tokenizer().clone();
+    let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| tokenizer.count(s));
+    let options = crate::model::SampleOptions {
+        n: limits.samples,
+        temperature: limits.temperature,
+        top_p: limits.top_p,
+        max_len: sampler.config().max_target_len,
+        seed: limits.seed,
+    };
+    let run = sampler.sample(&skeleton.text, &options)?;
+    // Whole lines of the function, so indentation can be fixed up.
+    let line_start = original[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = original[def.byte_range.end..].find('\n').map_or(original.len(), |i| def.byte_range.end + i + 1);
+    let old = &original[line_start..line_end];
     let mut out = Vec::new();
-    for susp in localization.functions.iter().take(limits.max_functions) {
-        let Some(file) = project.file(&susp.file) else { continue };
-        let original = file.parsed.text();
-        let Some(def) = crate::python::functions(&file.parsed)
-            .into_iter()
-            .find(|d| d.qualname == susp.qualname && d.start_line == susp.start_line)
-        else {
+    for sample in run.samples {
+        if sample.text.trim().is_empty() {
             continue;
-        };
-        let tokenizer = sampler.tokenizer().clone();
-        let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| tokenizer.count(s));
-        let options = crate::model::SampleOptions {
-            n: limits.samples,
-            temperature: limits.temperature,
-            top_p: limits.top_p,
-            max_len: sampler.config().max_target_len,
-            seed: limits.seed,
-        };
-        let run = sampler.sample(&skeleton.text, &options)?;
-        // Whole lines of the function, so indentation can be fixed up.
-        let line_start = original[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = original[def.byte_range.end..].find('\n').map_or(original.len(), |i| def.byte_range.end + i + 1);
-        let old = &original[line_start..line_end];
-        for sample in run.samples {
-            stats.proposed += 1;
-            if sample.text.trim().is_empty() {
-                stats.unparseable += 1;
-                continue;
-            }
-            let mut new = reindent(&sample.text, old);
-            if !old.ends_with('\n') {
-                new.pop();
-            }
-            if new == old {
-                stats.duplicates += 1;
-                continue;
-            }
-            let edit = minimal_edit(old, &new, line_start);
-            let edit_size = edit.range.len() + edit.content.len();
-            let Some(checked) = check(file, edit, &mut seen, &mut stats) else { continue };
-            let share = sample.count as f64 / options.n.max(1) as f64;
-            out.push(Candidate {
-                id: 0,
-                focus: checked.focus,
-                patch: checked.patch,
-                patched_text: checked.patched_text,
-                source: Source::Neural,
-                line: def.start_line,
-                description: format!("neural rewrite of {} ({} of {} samples)", def.qualname, sample.count, options.n),
-                score: susp.score * NEURAL_PRIOR * (0.5 + 0.5 * share),
-                edit_size,
-            });
         }
-    }
-    Ok((out, stats))
-}
-
-/// Operator and neural candidates in one ranked list: duplicates (same patched text up to
-/// spacing) keep their first, operator, occurrence; ids are renumbered.
-#[must_use]
-pub fn merge(mut operators: Vec<Candidate>, neural: Vec<Candidate>, max_candidates: usize) -> (Vec<Candidate>, usize) {
-    let mut seen: HashSet<(String, String)> =
-        operators.iter().map(|c| (c.patch.file.clone(), normalize(&c.patched_text))).collect();
-    let mut duplicates = 0;
-    for c in neural {
-        if seen.insert((c.patch.file.clone(), normalize(&c.patched_text))) {
-            operators.push(c);
-        } else {
-            duplicates += 1;
+        let mut new = reindent(&sample.text, old);
+        if !old.ends_with('\n') {
+            new.pop();
         }
+        if new == old {
+            continue;
+        }
+        let share = sample.count as f64 / options.n.max(1) as f64;
+        out.push(Proposal {
+            patch: Patch::single(file.rel.clone(), minimal_edit(old, &new, line_start)),
+            source: Source::Neural,
+            line: def.start_line,
+            description: format!("neural rewrite of {} ({} of {} samples)", def.qualname, sample.count, options.n),
+            score: susp.score * NEURAL_PRIOR * (0.5 + 0.5 * share),
+        });
     }
-    rank(&mut operators, max_candidates);
-    (operators, duplicates)
+    Ok(out)
 }
 
 fn rank(out: &mut Vec<Candidate>, max_candidates: usize) {
@@ -337,91 +356,67 @@ fn rank(out: &mut Vec<Candidate>, max_candidates: usize) {
     });
     out.truncate(max_candidates);
     for (id, c) in out.iter_mut().enumerate() {
-        c.id = id;
+        c.id = CandidateId(id);
     }
 }
 
-/// Penalty on two-edit candidates: each extra edit is a chance to overfit the tests.
-const PAIR_PENALTY: f64 = 0.5;
+/// Penalty on each extra edit of a combined candidate: each is a chance to overfit the tests.
+const COMBINATION_PENALTY: f64 = 0.5;
 
-/// Two-edit candidates: each seed (e.g. a partial fix) combined with each partner at another
-/// line of the same file, ranked by the product of their scores. Ids continue from `next_id`.
+/// `seed` and `partner` combined into one patch (at different lines of one file), scored by
+/// the product of their scores; `None` when they cannot combine.
 #[must_use]
-pub fn pairs(
-    project: &Project,
-    seeds: &[&Candidate],
-    partners: &[&Candidate],
-    next_id: usize,
-    max: usize,
-) -> Vec<Candidate> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for seed in seeds {
-        for partner in partners {
-            if seed.id == partner.id || seed.patch.file != partner.patch.file || seed.line == partner.line {
-                continue;
-            }
-            let key = (seed.id.min(partner.id), seed.id.max(partner.id));
-            if !seen.insert(key) {
-                continue;
-            }
-            let Some(file) = project.file(&seed.patch.file) else { continue };
-            let Ok(patch) = seed.patch.merge(&partner.patch) else { continue };
-            let patched_text = patch.apply(file.parsed.text());
-            let reparsed = Parsed::new(patched_text.as_str());
-            if !reparsed.is_valid() {
-                continue;
-            }
-            let (Source::Operator(a), Source::Operator(b)) = (seed.source, partner.source) else { continue };
-            out.push(Candidate {
-                id: 0,
-                focus: focus(&patch, &file.parsed, &reparsed),
-                patch,
-                patched_text,
-                source: Source::Combined(a, b),
-                line: seed.line.min(partner.line),
-                description: format!("{}; {}", seed.description, partner.description),
-                score: seed.score * partner.score * PAIR_PENALTY,
-                edit_size: seed.edit_size + partner.edit_size,
-            });
-        }
+pub fn combine(seed: &Candidate, partner: &Candidate) -> Option<Proposal> {
+    if seed.id == partner.id || seed.patch.file != partner.patch.file || seed.line == partner.line {
+        return None;
     }
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.edit_size.cmp(&b.edit_size)));
-    out.truncate(max);
-    for (i, c) in out.iter_mut().enumerate() {
-        c.id = next_id + i;
-    }
-    out
+    let patch = seed.patch.merge(&partner.patch).ok()?;
+    let edits = patch.edits().len();
+    Some(Proposal {
+        patch,
+        source: Source::Combined { edits },
+        line: seed.line.min(partner.line),
+        description: format!("{}; {}", seed.description, partner.description),
+        score: seed.score * partner.score * COMBINATION_PENALTY,
+    })
 }
 
-/// An edit that survived [`check`].
-struct Checked {
-    patch: Patch,
-    patched_text: String,
-    focus: Option<Focus>,
+/// A patch that survived [`check_patch`].
+pub struct Checked {
+    pub patch: Patch,
+    pub patched_text: String,
+    pub focus: Option<Focus>,
 }
 
-/// Apply `edit` to `file`, drop it (counting why) when the result does not parse or is a
-/// duplicate of an earlier candidate, and compute its [`Focus`].
-fn check(
+/// Why [`check_patch`] dropped a patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    /// The patched file does not parse.
+    Unparseable,
+    /// Another candidate already gives the same code (up to spacing).
+    Duplicate,
+}
+
+/// Apply `patch` to `file`; reject it when the result does not parse or duplicates an
+/// earlier candidate (recorded in `seen`), else compute its [`Focus`].
+///
+/// # Errors
+/// The reason the patch was dropped.
+pub fn check_patch(
     file: &crate::project::SourceFile,
-    edit: crate::patch::Edit,
+    patch: Patch,
     seen: &mut HashSet<(String, String)>,
-    stats: &mut GenerateStats,
-) -> Option<Checked> {
-    let patch = Patch::single(file.rel.clone(), edit);
+) -> Result<Checked, Rejected> {
     let patched_text = patch.apply(file.parsed.text());
     let reparsed = Parsed::new(patched_text.as_str());
     if !reparsed.is_valid() {
-        stats.unparseable += 1;
-        return None;
+        return Err(Rejected::Unparseable);
     }
     if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
-        stats.duplicates += 1;
-        return None;
+        return Err(Rejected::Duplicate);
     }
     let focus = focus(&patch, &file.parsed, &reparsed);
-    Some(Checked { patch, patched_text, focus })
+    Ok(Checked { patch, patched_text, focus })
 }
 
 /// Code with whitespace runs collapsed, so formatting-only differences dedupe.

@@ -1,16 +1,20 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
-use super::candidate::{self, Candidate, GenerateLimits, GenerateStats, NeuralLimits};
+use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
+use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
+use super::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
-use super::lab::{self, CandidateOutcome, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
+use super::sources::{CombinationSource, OperatorSource, PatcherSource};
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Options of `deepdebug fix`.
@@ -38,6 +42,8 @@ pub struct FixOptions {
     pub docker: DockerConfig,
     /// Rank plausible patches by SmolLM2 likelihood (`None`: by operator score, first found).
     pub rank: Option<RankOptions>,
+    /// Language-model candidates (`None`: off).
+    pub lm: Option<ClozeOptions>,
 }
 
 /// Likelihood ranking of plausible patches (`fix --rank smollm`, or `auto` when the model is
@@ -129,12 +135,25 @@ fn tail_hint(tail: &str) -> String {
 /// How the search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FixStatus {
-    /// A plausible patch was found.
-    Fixed,
+    /// A plausible patch was found and confirmed: `best`.
+    Fixed { best: CandidateId },
     /// Candidates were tried, none passed every test.
     NotFixed,
     /// Every test already passes.
     NothingToFix,
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchEnd {
+    /// A confirmed plausible patch.
+    Found,
+    /// The search deadline (the budget less the confirmation reserve).
+    Deadline,
+    /// Every source ran out of candidates.
+    Exhausted,
+    /// No search ran (nothing to fix).
+    NotStarted,
 }
 
 /// Everything a `fix` run learned.
@@ -144,18 +163,20 @@ pub struct FixOutcome {
     pub baseline: Session,
     pub failing: Vec<String>,
     pub localization: Localization,
-    pub candidates: Vec<Candidate>,
-    pub generate_stats: GenerateStats,
-    /// Two-edit candidates added when single edits did not suffice.
-    pub pair_candidates: usize,
+    /// Every candidate the search admitted, indexed by [`CandidateId`].
+    pub candidates: Vec<Arc<Candidate>>,
+    /// Per source: proposals, candidates, validations, plausible patches, seconds.
+    pub sources: Vec<(SourceKind, SourceStats)>,
+    /// Validation results, by candidate id.
     pub validated: Vec<Validated>,
-    /// Index into `candidates` of the chosen patch.
-    pub best: Option<usize>,
     /// `git apply`-able diff of the chosen patch.
     pub diff: Option<String>,
     pub warnings: Vec<String>,
     pub elapsed: Duration,
     pub baseline_elapsed: Duration,
+    pub search_end: SearchEnd,
+    /// What the language-model source did (`None`: it was off).
+    pub lm: Option<ClozeStats>,
     /// With `--rank smollm`: the model and the likelihoods of the plausible candidates.
     pub ranking: Option<Ranking>,
 }
@@ -164,15 +185,24 @@ pub struct FixOutcome {
 #[derive(Debug, Clone)]
 pub struct Ranking {
     pub model: PathBuf,
-    /// Candidate id → likelihoods, for every scored plausible candidate.
-    pub scores: HashMap<usize, Naturalness>,
+    /// Likelihoods of every scored plausible candidate.
+    pub scores: HashMap<CandidateId, Naturalness>,
     pub stats: RankStats,
 }
 
 impl FixOutcome {
     #[must_use]
     pub fn best_candidate(&self) -> Option<&Candidate> {
-        self.best.map(|i| &self.candidates[i])
+        match self.status {
+            FixStatus::Fixed { best } => Some(&self.candidates[best.0]),
+            _ => None,
+        }
+    }
+
+    /// The chosen patch's id.
+    #[must_use]
+    pub fn best(&self) -> Option<CandidateId> {
+        self.best_candidate().map(|c| c.id)
     }
 }
 
@@ -180,8 +210,9 @@ impl FixOutcome {
 #[derive(Debug, Clone)]
 pub enum FixEvent {
     BaselineStarted,
-    CandidatesReady { count: usize },
-    Validated { candidate_id: usize, outcome_name: &'static str },
+    /// The search started; it ends by `deadline` at the latest.
+    SearchStarted { deadline: Instant },
+    Validated { candidate_id: CandidateId, outcome_name: &'static str },
     /// Plausible candidates are being scored by the language model.
     Ranking { count: usize },
 }
@@ -192,50 +223,82 @@ pub enum FixEvent {
 /// When the project, Python or pytest are unusable, or the baseline cannot run the tests.
 pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<FixOutcome, FixError> {
     let start = Instant::now();
-    let deadline = start + options.timeout;
     let project = Project::load(&options.repo)?;
-    // Load the patcher first: a bad model directory should fail before the baseline runs.
-    let mut sampler = match &options.neural {
-        Some(neural) => {
-            let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
-            if sampler.config().task != crate::model::Task::Patch {
-                return Err(FixError::WrongTask(neural.model.clone(), sampler.config().task.name()));
-            }
-            Some(sampler)
-        }
-        None => None,
-    };
     let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
-    let mut ranker = match &options.rank {
-        Some(rank) => match Ranker::load(&rank.gguf) {
-            Ok(ranker) => Some(ranker),
-            Err(err) if !rank.required => {
-                warnings.push(format!("SmolLM2 ranking is off ({err}): plausible patches are ranked by operator score"));
-                None
-            }
-            Err(err) => return Err(FixError::Ranker(err)),
-        },
-        None => None,
-    };
+    // Models load first: a bad model directory should fail before the baseline runs.
+    let sampler = load_patcher(options)?;
+    let ranker = load_ranker(options, &mut warnings)?;
     let (pytest, sandbox_warning) =
         crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
     warnings.extend(sandbox_warning);
-    let python = pytest.python().to_path_buf();
     // The validation engines start now: their fork servers import pytest and collect the
-    // suite while the baseline runs, and every search phase below reuses them.
+    // suite while the baseline runs, and the whole search reuses them.
     let pool = match options.engine {
         EngineChoice::Fork => lab::Pool::start(&pytest, project.root(), &options.selectors, options.jobs)?,
         EngineChoice::Subprocess => lab::Pool::default(),
     };
-
     on_event(FixEvent::BaselineStarted);
-    // The baseline runs in a scratch copy too: tests may write files.
+    let baseline = run_baseline(options, &pytest, &project)?;
+    let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
+    outcome.ranking = ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() });
+    if outcome.failing.is_empty() {
+        outcome.elapsed = start.elapsed();
+        return Ok(outcome);
+    }
+    outcome.localization = localize(&project, &outcome.baseline);
+    let budget = Budget::new(start, options.timeout, &outcome.baseline);
+    let (sources, lm_stats) = sources(options, &project, &outcome.localization, sampler);
+    let search = Mutex::new(Search::new(&project, sources, budget.late_at));
+    let ranking = outcome.ranking.take();
+    on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
+    let (best, end, run) = {
+        let config = lab_config(options, &project, &outcome, budget.search_deadline);
+        let mut run = SearchRun::new(options, &project, (&pytest, &pool, &config), &search, (ranker, ranking), budget.deadline);
+        let (best, end) = run.search_and_confirm(on_event)?;
+        (best, end, run.finish())
+    };
+    outcome.ranking = run.ranking;
+    outcome.warnings.extend(run.notes);
+    outcome.validated = settle_results(run.results, &search);
+    let search = search.into_inner().expect("search lock");
+    outcome.lm = lm_stats.map(|stats| stats.lock().expect("cloze stats").clone());
+    if let Some(err) = outcome.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
+        outcome.warnings.push(format!("language-model candidates stopped: {err}"));
+    }
+    outcome.finish(&project, &search, best, end, start.elapsed());
+    Ok(outcome)
+}
+
+/// The trained patcher of `--model`, checked to be a patch model.
+fn load_patcher(options: &FixOptions) -> Result<Option<(crate::model::Sampler, NeuralLimits)>, FixError> {
+    let Some(neural) = &options.neural else { return Ok(None) };
+    let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
+    if sampler.config().task != crate::model::Task::Patch {
+        return Err(FixError::WrongTask(neural.model.clone(), sampler.config().task.name()));
+    }
+    Ok(Some((sampler, neural.limits.clone())))
+}
+
+/// The SmolLM2 ranker of `--rank`; an optional one that cannot load only warns.
+fn load_ranker(options: &FixOptions, warnings: &mut Vec<String>) -> Result<Option<Ranker>, FixError> {
+    let Some(rank) = &options.rank else { return Ok(None) };
+    match Ranker::load(&rank.gguf) {
+        Ok(ranker) => Ok(Some(ranker)),
+        Err(err) if !rank.required => {
+            warnings.push(format!("SmolLM2 ranking is off ({err}): plausible patches are ranked by operator score"));
+            Ok(None)
+        }
+        Err(err) => Err(FixError::Ranker(err)),
+    }
+}
+
+/// The whole suite (or the selected tests) once, with coverage, in a scratch copy.
+fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &Project) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let baseline = pytest.run(&RunSpec {
         selectors: &options.selectors,
         ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, options.timeout)
     })?;
-    let baseline_elapsed = start.elapsed();
     if baseline.exit.is_timeout() {
         return Err(FixError::BaselineTimeout(options.timeout));
     }
@@ -245,282 +308,319 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     if baseline.tests.is_empty() {
         return Err(FixError::NoTests(baseline.output_tail.clone()));
     }
-    // Failing tests that hung in the baseline go last: they are the slowest to reject.
-    let mut failing: Vec<&crate::pytest::TestResult> = baseline.failing().collect();
-    failing.sort_by_key(|t| t.outcome == crate::pytest::TestOutcome::Timeout);
-    let failing: Vec<String> = failing.into_iter().map(|t| t.nodeid.clone()).collect();
-    let mut outcome = FixOutcome {
-        status: FixStatus::NothingToFix,
-        python,
-        failing: failing.clone(),
-        localization: Localization::default(),
-        candidates: Vec::new(),
-        generate_stats: GenerateStats::default(),
-        pair_candidates: 0,
-        validated: Vec::new(),
-        best: None,
-        diff: None,
-        warnings,
-        elapsed: Duration::ZERO,
-        baseline_elapsed,
-        baseline,
-        ranking: ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() }),
-    };
-    if failing.is_empty() {
-        outcome.elapsed = start.elapsed();
-        return Ok(outcome);
-    }
-    outcome.localization = localize(&project, &outcome.baseline);
-    let (mut candidates, mut stats) =
-        candidate::generate(&project, &outcome.localization, options.limits, &options.priors);
-    if let (Some(neural), Some(sampler)) = (&options.neural, sampler.as_mut()) {
-        let (proposed, neural_stats) =
-            candidate::generate_neural(&project, &outcome.localization, sampler, &neural.limits)?;
-        let (merged, duplicates) = candidate::merge(candidates, proposed, options.limits.max_candidates);
-        candidates = merged;
-        stats.proposed += neural_stats.proposed;
-        stats.unparseable += neural_stats.unparseable;
-        stats.duplicates += neural_stats.duplicates + duplicates;
-    }
-    outcome.candidates = candidates;
-    outcome.generate_stats = stats;
-    on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() });
+    Ok(baseline)
+}
 
-    let passing: BTreeSet<String> = outcome
-        .baseline
-        .tests
-        .iter()
-        .filter(|t| t.outcome.is_ok())
-        .map(|t| t.nodeid.clone())
-        .collect();
-    // Leave time for the confirmation runs of a plausible patch within the budget.
-    // A confirmation run costs about the baseline without its hangs.
-    let timeouts = Timeouts::from_baseline(&outcome.baseline);
-    let suite: f64 = outcome
-        .baseline
-        .tests
-        .iter()
-        .filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout)
-        .map(|t| t.duration)
-        .sum();
-    let one_run = timeouts.startup + Duration::from_secs_f64(suite);
-    let reserve = (one_run * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2)).min(options.timeout.mul_f64(0.4));
-    let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
-    let config = LabConfig {
+/// The language-model sampler's statistics, shared with its thread.
+type LmStats = Arc<Mutex<ClozeStats>>;
+
+/// Every candidate source `options` asks for, in a fixed order.
+fn sources<'p>(
+    options: &FixOptions,
+    project: &'p Project,
+    localization: &Localization,
+    patcher: Option<(crate::model::Sampler, NeuralLimits)>,
+) -> (Vec<Box<dyn CandidateSource + 'p>>, Option<LmStats>) {
+    let mut sources: Vec<Box<dyn CandidateSource + 'p>> =
+        vec![Box::new(OperatorSource::new(project, &localization.lines, options.limits.max_lines, options.priors.clone()))];
+    let mut lm_stats = None;
+    if let Some(lm) = &options.lm {
+        let source = ClozeSource::start(project, localization, lm);
+        lm_stats = Some(source.stats());
+        sources.push(Box::new(source));
+    }
+    if let Some((sampler, limits)) = patcher {
+        sources.push(Box::new(PatcherSource::new(project, &localization.functions, sampler, limits)));
+    }
+    sources.push(Box::new(CombinationSource::default()));
+    (sources, lm_stats)
+}
+
+/// Where the budget goes: the search ends early enough for the confirmation runs.
+struct Budget {
+    deadline: Instant,
+    search_deadline: Instant,
+    /// When single edits have had their share and combinations may start without seeds.
+    late_at: Instant,
+}
+
+impl Budget {
+    /// A confirmation run costs about the baseline without its hangs; two must fit (at most
+    /// 40% of the budget).
+    fn new(start: Instant, timeout: Duration, baseline: &Session) -> Budget {
+        let timeouts = Timeouts::from_baseline(baseline);
+        let suite: f64 = baseline
+            .tests
+            .iter()
+            .filter(|t| t.outcome != crate::pytest::TestOutcome::Timeout)
+            .map(|t| t.duration)
+            .sum();
+        let one_run = timeouts.startup + Duration::from_secs_f64(suite);
+        let reserve = (one_run * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2)).min(timeout.mul_f64(0.4));
+        let deadline = start + timeout;
+        let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
+        let now = Instant::now();
+        let late_at = now + search_deadline.saturating_duration_since(now).mul_f64(SINGLE_EDIT_SHARE);
+        Budget { deadline, search_deadline, late_at }
+    }
+}
+
+/// Share of the search time after which combinations may start without partial fixes.
+const SINGLE_EDIT_SHARE: f64 = 0.55;
+
+fn lab_config<'a>(options: &'a FixOptions, project: &'a Project, outcome: &'a FixOutcome, deadline: Instant) -> LabConfig<'a> {
+    LabConfig {
         root: project.root(),
         selectors: &options.selectors,
-        failing,
-        passing,
+        failing: outcome.failing.clone(),
+        passing: outcome.baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect(),
         total_tests: outcome.baseline.tests.len(),
-        timeouts,
-        deadline: search_deadline,
+        timeouts: Timeouts::from_baseline(&outcome.baseline),
+        deadline,
         jobs: options.jobs,
         stop_after_plausible: 1,
         engine: options.engine,
         baseline: &outcome.baseline,
-    };
-    let notes = std::sync::Mutex::new(Vec::<String>::new());
-    let forward = |event: LabEvent| match event {
-        LabEvent::Validated { candidate_id, outcome_name } => {
-            on_event(FixEvent::Validated { candidate_id, outcome_name });
+    }
+}
+
+/// Failing tests of the baseline; those that hung go last (the slowest to reject).
+fn failing_tests(baseline: &Session) -> Vec<String> {
+    let mut failing: Vec<&crate::pytest::TestResult> = baseline.failing().collect();
+    failing.sort_by_key(|t| t.outcome == crate::pytest::TestOutcome::Timeout);
+    failing.into_iter().map(|t| t.nodeid.clone()).collect()
+}
+
+/// The last result per candidate (confirmation verdicts included), by id.
+fn settle_results(results: Vec<Validated>, search: &Mutex<Search<'_>>) -> Vec<Validated> {
+    let search = search.lock().expect("search lock");
+    let mut by_id: BTreeMap<CandidateId, Validated> = BTreeMap::new();
+    for mut v in results {
+        if let Some(outcome) = search.outcome(v.candidate_id) {
+            v.outcome = outcome.clone();
         }
-        LabEvent::Note(note) => {
-            let mut notes = notes.lock().expect("notes lock");
-            if !notes.contains(&note) {
-                notes.push(note);
+        by_id.insert(v.candidate_id, v);
+    }
+    by_id.into_values().collect()
+}
+
+impl FixOutcome {
+    fn new(python: PathBuf, baseline: Session, baseline_elapsed: Duration, warnings: Vec<String>) -> FixOutcome {
+        FixOutcome {
+            status: FixStatus::NothingToFix,
+            python,
+            failing: failing_tests(&baseline),
+            localization: Localization::default(),
+            candidates: Vec::new(),
+            sources: Vec::new(),
+            validated: Vec::new(),
+            diff: None,
+            warnings,
+            elapsed: baseline_elapsed,
+            baseline_elapsed,
+            search_end: SearchEnd::NotStarted,
+            lm: None,
+            baseline,
+            ranking: None,
+        }
+    }
+
+    fn finish(&mut self, project: &Project, search: &Search<'_>, best: Option<CandidateId>, end: SearchEnd, elapsed: Duration) {
+        self.candidates = search.candidates().to_vec();
+        self.sources = search.stats();
+        self.search_end = end;
+        self.status = best.map_or(FixStatus::NotFixed, |best| FixStatus::Fixed { best });
+        if let Some(best) = self.best_candidate() {
+            let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
+            self.diff = Some(unified_diff(&best.patch.file, original, &best.patched_text));
+        }
+        self.elapsed = elapsed;
+    }
+}
+
+/// The search's state across validation rounds: rounds stop at a plausible patch, which is
+/// ranked and confirmed before the search goes on.
+struct SearchRun<'r, 'p> {
+    options: &'r FixOptions,
+    project: &'p Project,
+    pytest: &'r crate::pytest::Pytest,
+    pool: &'r lab::Pool,
+    config: &'r LabConfig<'r>,
+    search: &'r Mutex<Search<'p>>,
+    ranker: Option<Ranker>,
+    ranking: Option<Ranking>,
+    notes: Mutex<Vec<String>>,
+    results: Vec<Validated>,
+    /// The whole run's deadline (confirmation included).
+    deadline: Instant,
+}
+
+/// What a [`SearchRun`] leaves for the outcome.
+struct RunResults {
+    ranking: Option<Ranking>,
+    notes: Vec<String>,
+    results: Vec<Validated>,
+}
+
+impl<'r, 'p> SearchRun<'r, 'p> {
+    fn new(
+        options: &'r FixOptions,
+        project: &'p Project,
+        (pytest, pool, config): (&'r crate::pytest::Pytest, &'r lab::Pool, &'r LabConfig<'r>),
+        search: &'r Mutex<Search<'p>>,
+        (ranker, ranking): (Option<Ranker>, Option<Ranking>),
+        deadline: Instant,
+    ) -> Self {
+        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes: Mutex::new(Vec::new()), results: Vec::new(), deadline }
+    }
+
+    fn finish(self) -> RunResults {
+        RunResults { ranking: self.ranking, notes: self.notes.into_inner().expect("notes lock"), results: self.results }
+    }
+
+    /// Validate until a plausible patch survives confirmation by fresh full-suite runs, the
+    /// search deadline passes, or every source is exhausted.
+    fn search_and_confirm(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(Option<CandidateId>, SearchEnd), FixError> {
+        // With a ranker: whether the extra collection of plausible patches has run.
+        let mut collected = false;
+        let search_start = Instant::now();
+        loop {
+            if Instant::now() >= self.config.deadline {
+                return Ok((None, SearchEnd::Deadline));
             }
-        }
-    };
-    // Search until a plausible patch survives confirmation by fresh full-suite runs: single
-    // edits first, then (from 55% of the budget, or when single edits run out) pairs of edits
-    // seeded by partial fixes, then the remaining single edits.
-    let mut validated: Vec<Validated> = Vec::new();
-    let mut best = None;
-    let search_start = Instant::now();
-    let pairs_at = search_start + search_deadline.saturating_duration_since(search_start).mul_f64(0.55);
-    let mut phase = Phase::Single;
-    // With a ranker: whether the extra collection of plausible patches has run.
-    let mut collected = false;
-    // An optional ranker that failed once is not tried again.
-    let mut ranker_failed = false;
-    loop {
-        if Instant::now() >= search_deadline {
-            break;
-        }
-        let mut round_config = config.clone();
-        if phase == Phase::Single {
-            round_config.deadline = pairs_at;
-        }
-        let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
-        let round = lab::run_in(&pool, &pytest, &round_config, &outcome.candidates, &done, &forward)?;
-        let exhausted = round.is_empty();
-        validated.extend(round);
-        if let (Some(ranker), Some(rank_options), Some(ranking)) = (ranker.as_mut(), &options.rank, outcome.ranking.as_mut()) {
-            let plausible = validated.iter().filter(|v| v.outcome.is_plausible()).count();
-            if !collected && plausible > 0 {
-                // Keep searching, in rank order, for more plausible patches to choose from.
+            let found = self.round(self.config, on_event)?;
+            if self.ranker.is_some() && !collected && !self.plausible().is_empty() {
                 collected = true;
-                let now = Instant::now();
-                if plausible < rank_options.max_plausible && now < search_deadline {
-                    let mut extra = config.clone();
-                    let share = search_deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
-                    let effort = now.saturating_duration_since(search_start).mul_f64(rank_options.extra_factor).max(MIN_EXTRA);
-                    extra.deadline = now + share.min(effort);
-                    extra.stop_after_plausible = rank_options.max_plausible - plausible;
-                    let done: HashSet<usize> = validated.iter().map(|v| v.candidate_id).collect();
-                    validated.extend(lab::run_in(&pool, &pytest, &extra, &outcome.candidates, &done, &forward)?);
-                }
+                self.collect_more(search_start, on_event)?;
             }
-            let unscored: Vec<&Candidate> = validated
-                .iter()
-                .filter(|v| v.outcome.is_plausible() && !ranking.scores.contains_key(&v.candidate_id))
-                .map(|v| &outcome.candidates[v.candidate_id])
-                .collect();
-            if !unscored.is_empty() && Instant::now() >= search_deadline {
-                // Scoring must not eat the confirmation reserve: rank by operator score alone.
-                let note = "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".to_string();
-                let mut notes = notes.lock().expect("notes lock");
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
-            } else if !unscored.is_empty() && !ranker_failed {
-                on_event(FixEvent::Ranking { count: unscored.len() });
-                match ranking.stats.run(ranker, &project, &unscored) {
-                    Ok(scores) => ranking.scores.extend(scores),
-                    Err(err) if !rank_options.required => {
-                        // Every plausible patch is ranked the same way: by operator score.
-                        ranking.scores.clear();
-                        ranker_failed = true;
-                        let note = format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score");
-                        notes.lock().expect("notes lock").push(note);
-                    }
-                    Err(err) => return Err(FixError::Ranker(err)),
-                }
+            self.score_plausible(on_event)?;
+            let (best, chose) = self.confirm_best()?;
+            if best.is_some() {
+                return Ok((best, SearchEnd::Found));
+            }
+            if !chose && found == 0 && Instant::now() < self.config.deadline {
+                return Ok((None, SearchEnd::Exhausted));
             }
         }
-        let key = |c: &Candidate| match &outcome.ranking {
-            Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
-            None => c.score,
+    }
+
+    /// One validation round with `config`; returns how many plausible patches it found.
+    fn round(&mut self, config: &LabConfig<'_>, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<usize, FixError> {
+        let notes = &self.notes;
+        let forward = |event: LabEvent| match event {
+            LabEvent::Validated { candidate_id, outcome_name } => on_event(FixEvent::Validated { candidate_id, outcome_name }),
+            LabEvent::Note(note) => push_note(notes, note),
         };
+        let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward)?;
+        let found = round.iter().filter(|v| v.outcome.is_plausible()).count();
+        self.results.extend(round);
+        Ok(found)
+    }
+
+    fn plausible(&self) -> Vec<CandidateId> {
+        self.search.lock().expect("search lock").plausible()
+    }
+
+    /// Keep searching, in rank order, for more plausible patches for the ranker to choose
+    /// from: within a share of the remaining time and a multiple of the time the first took.
+    fn collect_more(&mut self, search_start: Instant, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(), FixError> {
+        let Some(rank_options) = &self.options.rank else { return Ok(()) };
+        let plausible = self.plausible().len();
+        let now = Instant::now();
+        if plausible >= rank_options.max_plausible || now >= self.config.deadline {
+            return Ok(());
+        }
+        let share = self.config.deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
+        let effort = now.saturating_duration_since(search_start).mul_f64(rank_options.extra_factor).max(MIN_EXTRA);
+        let extra = LabConfig {
+            deadline: now + share.min(effort),
+            stop_after_plausible: rank_options.max_plausible - plausible,
+            ..self.config.clone()
+        };
+        self.round(&extra, on_event)?;
+        Ok(())
+    }
+
+    /// Likelihoods of the plausible patches not scored yet (unless time is up or the
+    /// optional ranker failed once).
+    fn score_plausible(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(), FixError> {
+        let (Some(ranker), Some(ranking), Some(rank_options)) = (self.ranker.as_mut(), self.ranking.as_mut(), &self.options.rank) else {
+            return Ok(());
+        };
+        let search = self.search.lock().expect("search lock");
+        let unscored: Vec<&Candidate> = search
+            .plausible()
+            .into_iter()
+            .filter(|id| !ranking.scores.contains_key(id))
+            .map(|id| search.candidate(id))
+            .collect();
+        if unscored.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= self.config.deadline {
+            // Scoring must not eat the confirmation reserve: rank by operator score alone.
+            push_note(&self.notes, "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".into());
+            return Ok(());
+        }
+        on_event(FixEvent::Ranking { count: unscored.len() });
+        match ranking.stats.run(ranker, self.project, &unscored) {
+            Ok(scores) => ranking.scores.extend(scores),
+            Err(err) if !rank_options.required => {
+                // Every plausible patch is ranked the same way: by operator score.
+                ranking.scores.clear();
+                self.ranker = None;
+                push_note(&self.notes, format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score"));
+            }
+            Err(err) => return Err(FixError::Ranker(err)),
+        }
+        Ok(())
+    }
+
+    /// Confirm plausible patches best first; returns the confirmed one, and whether any was
+    /// tried. Without a ranker one is tried per round (at most one waits).
+    fn confirm_best(&mut self) -> Result<(Option<CandidateId>, bool), FixError> {
         let mut chose = false;
-        while let Some(choice) = choose_best(&outcome.candidates, &validated, &key) {
+        loop {
+            let choice = {
+                let search = self.search.lock().expect("search lock");
+                let key = |c: &Candidate| match &self.ranking {
+                    Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
+                    None => c.score,
+                };
+                choose_best(&search, &key).map(|id| Arc::new(search.candidate(id).clone()))
+            };
+            let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
-            let verdict = lab::confirm(&pytest, &config, &outcome.candidates[choice], CONFIRMATION_RUNS)?;
+            let verdict = lab::confirm(self.pytest, self.config, &candidate, CONFIRMATION_RUNS)?;
             if verdict.is_plausible() {
-                best = Some(choice);
-                break;
+                return Ok((Some(candidate.id), true));
             }
-            if let Some(v) = validated.iter_mut().find(|v| v.candidate_id == choice) {
-                v.outcome = verdict;
+            self.search.lock().expect("search lock").set_outcome(candidate.id, verdict);
+            if self.ranking.is_none() || Instant::now() >= self.deadline {
+                return Ok((None, true));
             }
-            // With a ranker the collected runners-up are confirmed next; without, the search
-            // goes on (at most one plausible candidate is waiting).
-            if outcome.ranking.is_none() || Instant::now() >= deadline {
-                break;
-            }
-        }
-        if best.is_some() {
-            break;
-        }
-        if chose {
-            continue;
-        }
-        if phase == Phase::Single && (exhausted || Instant::now() >= pairs_at) {
-            phase = Phase::Pairs;
-            let by_id = |id: usize| &outcome.candidates[id];
-            let mut seeds: Vec<&Candidate> = validated
-                .iter()
-                .filter(|v| v.outcome.is_partial_fix())
-                .map(|v| by_id(v.candidate_id))
-                .collect();
-            let partners: Vec<&Candidate> = outcome
-                .candidates
-                .iter()
-                .filter(|c| matches!(c.source, candidate::Source::Operator(_)))
-                .take(PAIR_PARTNERS)
-                .collect();
-            if seeds.is_empty() {
-                seeds = partners.iter().copied().take(PAIR_SEEDS_WITHOUT_PARTIAL_FIXES).collect();
-            }
-            let next_id = outcome.candidates.len();
-            let pairs = candidate::pairs(&project, &seeds, &partners, next_id, MAX_PAIRS);
-            on_event(FixEvent::CandidatesReady { count: outcome.candidates.len() + pairs.len() });
-            outcome.pair_candidates = pairs.len();
-            // Pairs are validated before the remaining single edits.
-            let mut ordered = pairs;
-            let (tried, untried): (Vec<Candidate>, Vec<Candidate>) =
-                std::mem::take(&mut outcome.candidates).into_iter().partition(|c| done.contains(&c.id) || validated.iter().any(|v| v.candidate_id == c.id));
-            let map = renumber(&mut outcome.candidates, tried, &mut ordered, untried, &mut validated);
-            if let Some(ranking) = outcome.ranking.as_mut() {
-                ranking.scores = ranking.scores.drain().map(|(id, n)| (map[&id], n)).collect();
-            }
-            continue;
-        }
-        if exhausted {
-            break;
         }
     }
-    validated.sort_by_key(|v| v.candidate_id);
-    drop(config);
-    outcome.validated = validated;
-    outcome.best = best;
-    outcome.warnings.extend(notes.into_inner().expect("notes lock"));
-    outcome.status = if outcome.best.is_some() { FixStatus::Fixed } else { FixStatus::NotFixed };
-    if let Some(best) = outcome.best_candidate() {
-        let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
-        outcome.diff = Some(unified_diff(&best.patch.file, original, &best.patched_text));
-    }
-    outcome.elapsed = start.elapsed();
-    Ok(outcome)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Single,
-    Pairs,
-}
-
-/// Top single edits that partner with seeds in two-edit candidates.
-const PAIR_PARTNERS: usize = 60;
-/// Seeds taken from the top single edits when no candidate fixed part of the failing tests.
-const PAIR_SEEDS_WITHOUT_PARTIAL_FIXES: usize = 15;
-const MAX_PAIRS: usize = 1500;
-
-/// Put `tried` first, then `pairs`, then `untried` into `out`, giving every candidate its new
-/// position as id and rewriting the ids in `validated`. Returns the map old id → new id.
-fn renumber(
-    out: &mut Vec<Candidate>,
-    tried: Vec<Candidate>,
-    pairs: &mut Vec<Candidate>,
-    untried: Vec<Candidate>,
-    validated: &mut [Validated],
-) -> HashMap<usize, usize> {
-    let mut all: Vec<Candidate> = tried;
-    all.append(pairs);
-    all.extend(untried);
-    let mut map = HashMap::new();
-    for (new_id, c) in all.iter_mut().enumerate() {
-        map.insert(c.id, new_id);
-        c.id = new_id;
+fn push_note(notes: &Mutex<Vec<String>>, note: String) {
+    let mut notes = notes.lock().expect("notes lock");
+    if !notes.contains(&note) {
+        notes.push(note);
     }
-    for v in validated {
-        v.candidate_id = map[&v.candidate_id];
-    }
-    *out = all;
-    map
 }
 
 /// Fresh full-suite runs a plausible patch must pass before it is reported (the second
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: highest `key` (the score, localization × operator prior, or
-/// with a ranker `rank::combined`), then the smallest edit, then the earliest generated.
-fn choose_best(candidates: &[Candidate], validated: &[Validated], key: &dyn Fn(&Candidate) -> f64) -> Option<usize> {
-    validated
-        .iter()
-        .filter(|v| v.outcome == CandidateOutcome::Plausible)
-        .map(|v| &candidates[v.candidate_id])
+/// Among plausible candidates: highest `key` (the score, localization × prior, or with a
+/// ranker `rank::combined`), then the smallest edit, then the earliest admitted.
+fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<CandidateId> {
+    search
+        .plausible()
+        .into_iter()
+        .map(|id| search.candidate(id))
         .min_by(|a, b| {
             key(b)
                 .total_cmp(&key(a))

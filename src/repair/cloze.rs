@@ -1,0 +1,467 @@
+//! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
+
+use super::candidate::Source;
+use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use crate::localize::Localization;
+use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm};
+use crate::model::ModelError;
+use crate::patch::{Edit, Patch};
+use crate::project::Project;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Settings of the language-model source.
+#[derive(Debug, Clone)]
+pub struct ClozeOptions {
+    /// The SmolLM2 GGUF file.
+    pub gguf: PathBuf,
+    /// How many of the most suspicious lines are rewritten.
+    pub max_lines: usize,
+    /// Samples per prompt (drawn as one batch).
+    pub samples: usize,
+    pub temperature: f64,
+    pub seed: u64,
+}
+
+impl ClozeOptions {
+    #[must_use]
+    pub fn new(gguf: PathBuf) -> ClozeOptions {
+        ClozeOptions { gguf, max_lines: 12, samples: 8, temperature: 0.8, seed: 0 }
+    }
+}
+
+/// Prior of a language-model line relative to the operators' (see `Operator::prior`).
+const LM_PRIOR: f64 = 0.6;
+/// Functions longer than this are not shown twice (buggy, then fixed) in the prompt.
+const MAX_SHOWN_LINES: usize = 80;
+/// Lines of imports kept at the top of a prompt.
+const MAX_IMPORT_LINES: usize = 20;
+
+/// What the background sampler did, for reports and the model bench.
+#[derive(Debug, Clone, Default)]
+pub struct ClozeStats {
+    /// Prompt tokens run (prefills and extensions).
+    pub prompt_tokens: usize,
+    /// Tokens sampled.
+    pub sampled_tokens: usize,
+    pub seconds: f64,
+    /// Set when the model failed (loading or sampling).
+    pub error: Option<String>,
+}
+
+/// The suspicious lines of one function, planned on the caller's thread (owned data only).
+#[derive(Debug, Clone)]
+struct FunctionJob {
+    file: String,
+    /// The file's text (edits are byte ranges into it).
+    text: String,
+    /// 0-based line of `def` (or its first decorator) and one past the last line.
+    first: usize,
+    end: usize,
+    /// 0-based target lines in ascending order, with their suspiciousness.
+    targets: Vec<(usize, f64)>,
+    /// Imports (and the class line of a method) shown above the function.
+    header: String,
+}
+
+/// Candidates sampled from SmolLM2 by a background thread, handed to the search as they come.
+pub struct ClozeSource {
+    rx: Receiver<Vec<Proposal>>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<ClozeStats>>,
+}
+
+impl ClozeSource {
+    /// Plan the prompts for the most suspicious lines and start sampling in the background.
+    #[must_use]
+    pub fn start(project: &Project, localization: &Localization, options: &ClozeOptions) -> ClozeSource {
+        let jobs = plan(project, localization, options.max_lines);
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Mutex::new(ClozeStats::default()));
+        let worker = Worker { tx, stop: Arc::clone(&stop), stats: Arc::clone(&stats), options: options.clone() };
+        std::thread::spawn(move || worker.run(&jobs));
+        ClozeSource { rx, stop, stats }
+    }
+
+    /// A handle on the sampler's statistics (read after the search).
+    #[must_use]
+    pub fn stats(&self) -> Arc<Mutex<ClozeStats>> {
+        Arc::clone(&self.stats)
+    }
+}
+
+impl Drop for ClozeSource {
+    fn drop(&mut self) {
+        // The thread ends at its next step; nobody waits for it.
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+impl CandidateSource for ClozeSource {
+    fn kind(&self) -> SourceKind {
+        SourceKind::LanguageModel
+    }
+
+    fn bound(&self) -> f64 {
+        0.0
+    }
+
+    fn next(&mut self, _view: &View<'_>) -> Produced {
+        let mut batch = Vec::new();
+        loop {
+            match self.rx.try_recv() {
+                Ok(proposals) => batch.extend(proposals),
+                Err(TryRecvError::Empty) if batch.is_empty() => return Produced::Pending,
+                Err(TryRecvError::Disconnected) if batch.is_empty() => return Produced::Exhausted,
+                Err(_) => return Produced::Batch(batch),
+            }
+        }
+    }
+}
+
+/// Group the top `max_lines` suspicious lines by function, most suspicious function first.
+fn plan(project: &Project, localization: &Localization, max_lines: usize) -> Vec<FunctionJob> {
+    let mut jobs: Vec<FunctionJob> = Vec::new();
+    for susp in localization.lines.iter().take(max_lines) {
+        let Some(file) = project.file(&susp.file) else { continue };
+        let defs = crate::python::functions(&file.parsed);
+        let Some(def) = defs
+            .iter()
+            .filter(|d| d.start_line <= susp.line && susp.line <= d.end_line)
+            .min_by_key(|d| d.end_line - d.start_line)
+        else {
+            continue;
+        };
+        let (first, end) = (def.start_line - 1, def.end_line);
+        // The `def` header (and decorators) are no place for a fix the model can guess.
+        let body_line = file.parsed.text()[..def.body_byte_range.start].matches('\n').count() + 1;
+        if susp.line < body_line {
+            continue;
+        }
+        let target = (susp.line - 1, susp.score);
+        match jobs.iter_mut().find(|j| j.file == susp.file && j.first == first) {
+            Some(job) => job.targets.push(target),
+            None => jobs.push(FunctionJob {
+                file: susp.file.clone(),
+                text: file.parsed.text().to_string(),
+                first,
+                end,
+                targets: vec![target],
+                header: header(file.parsed.text(), def.class.as_deref(), first),
+            }),
+        }
+    }
+    for job in &mut jobs {
+        job.targets.sort_by_key(|t| t.0);
+        job.targets.dedup_by_key(|t| t.0);
+    }
+    jobs
+}
+
+/// The file's top-level imports and, for a method, the nearest `class` line above it.
+fn header(text: &str, class: Option<&str>, first: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("import ") || l.starts_with("from "))
+        .take(MAX_IMPORT_LINES)
+        .collect();
+    if class.is_some() {
+        if let Some(line) = lines[..first.min(lines.len())].iter().rev().find(|l| l.starts_with("class ")) {
+            out.push(line);
+        }
+    }
+    let mut header = out.join("\n");
+    if !header.is_empty() {
+        header.push_str("\n\n");
+    }
+    header
+}
+
+/// The background sampler.
+struct Worker {
+    tx: Sender<Vec<Proposal>>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<ClozeStats>>,
+    options: ClozeOptions,
+}
+
+impl Worker {
+    fn run(&self, jobs: &[FunctionJob]) {
+        let started = Instant::now();
+        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu)
+            .and_then(|lm| jobs.iter().try_for_each(|job| self.function(&lm, job)));
+        let mut stats = self.stats.lock().expect("cloze stats");
+        stats.seconds = started.elapsed().as_secs_f64();
+        if let Err(err) = result {
+            stats.error = Some(err.to_string());
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Prompt: header, the buggy function, then "# Fixed version" and the function again up to
+    /// each target line in turn (one cache, extended line by line).
+    fn function(&self, lm: &SmolLm, job: &FunctionJob) -> Result<(), ModelError> {
+        let lines: Vec<&str> = job.text.split_inclusive('\n').collect();
+        let function: String = lines[job.first..job.end.min(lines.len())].concat();
+        let shown = job.end - job.first <= MAX_SHOWN_LINES;
+        let base = if shown {
+            format!("{}# Buggy version\n{}\n\n# Fixed version\n", job.header, function.trim_end())
+        } else {
+            job.header.clone()
+        };
+        let mut cursor = self.extend(lm, None, &base)?;
+        let mut at = job.first;
+        for &(target, score) in &job.targets {
+            if self.stopped() {
+                return Ok(());
+            }
+            let before: String = lines[at..target].concat();
+            cursor = self.extend(lm, Some(&cursor), &before)?;
+            at = target;
+            self.line(lm, job, &cursor, &lines, target, score)?;
+        }
+        Ok(())
+    }
+
+    fn extend(&self, lm: &SmolLm, prefix: Option<&Prefix>, text: &str) -> Result<Prefix, ModelError> {
+        let out = match prefix {
+            Some(prefix) => lm.extend(prefix, text)?,
+            None => lm.prefix(text)?,
+        };
+        let added = out.len() - prefix.map_or(0, Prefix::len);
+        self.stats.lock().expect("cloze stats").prompt_tokens += added;
+        Ok(out)
+    }
+
+    /// The variants at one target line: the whole line, the rest after each cut, a new line
+    /// after it.
+    fn line(&self, lm: &SmolLm, job: &FunctionJob, cursor: &Prefix, lines: &[&str], target: usize, score: f64) -> Result<(), ModelError> {
+        let line = lines[target].trim_end_matches('\n');
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let offset: usize = lines[..target].iter().map(|l| l.len()).sum();
+        let site = Site { job, offset, line, indent, target, score };
+        // Ending the prompt with the indentation keeps the model on code (not a blank line).
+        let indented = self.extend(lm, Some(cursor), indent)?;
+        self.sample(lm, &indented, &site, Variant::Whole)?;
+        for cut in cuts(line) {
+            let prefix = self.extend(lm, Some(cursor), &line[..cut])?;
+            self.sample(lm, &prefix, &site, Variant::After(cut))?;
+        }
+        let after = self.extend(lm, Some(cursor), lines[target])?;
+        self.sample(lm, &after, &site, Variant::Insert)
+    }
+
+    fn sample(&self, lm: &SmolLm, prefix: &Prefix, site: &Site<'_>, variant: Variant) -> Result<(), ModelError> {
+        if self.stopped() {
+            return Ok(());
+        }
+        let options = LineSampling {
+            n: self.options.samples,
+            temperature: self.options.temperature,
+            seed: self.options.seed.wrapping_add(site.target as u64 * 31 + variant.salt()),
+            ..LineSampling::default()
+        };
+        let stop = || self.stopped();
+        let samples = lm.sample_lines(prefix, &options, &stop)?;
+        self.stats.lock().expect("cloze stats").sampled_tokens += samples.iter().map(|s| s.tokens).sum::<usize>();
+        let proposals = proposals(site, variant, &samples);
+        if !proposals.is_empty() && self.tx.send(proposals).is_err() {
+            // The search is over.
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// Where a target line is.
+struct Site<'j> {
+    job: &'j FunctionJob,
+    /// Byte offset of the line in the file.
+    offset: usize,
+    /// The line without its newline.
+    line: &'j str,
+    indent: &'j str,
+    target: usize,
+    score: f64,
+}
+
+/// What a sample replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// The whole line (its indentation kept).
+    Whole,
+    /// The line from this byte on.
+    After(usize),
+    /// A new line after the target.
+    Insert,
+}
+
+impl Variant {
+    fn salt(self) -> u64 {
+        match self {
+            Variant::Whole => 1,
+            Variant::After(cut) => 2 + cut as u64,
+            Variant::Insert => 7,
+        }
+    }
+}
+
+/// Complete, distinct samples as proposals; a sample repeating the line is dropped.
+fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<Proposal> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for sample in samples.iter().filter(|s| s.complete && !s.text.trim().is_empty()) {
+        let Some((edit, new_line)) = edit(site, variant, &sample.text) else { continue };
+        if !seen.insert(new_line.clone()) {
+            continue;
+        }
+        let per_token = if sample.tokens == 0 { 0.0 } else { (sample.nats / sample.tokens as f64).exp() };
+        let what = match variant {
+            Variant::Insert => "insert",
+            _ => "rewrite",
+        };
+        out.push(Proposal {
+            patch: Patch::single(site.job.file.clone(), edit),
+            source: Source::LanguageModel,
+            line: site.target + 1 + usize::from(variant == Variant::Insert),
+            description: format!("language model: {what} `{}`", new_line.trim()),
+            score: site.score * LM_PRIOR * (0.3 + 0.7 * per_token),
+        });
+    }
+    out
+}
+
+/// The edit a sample makes, and the new line's text.
+fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String)> {
+    let code_start = site.offset + site.indent.len();
+    let line_end = site.offset + site.line.len();
+    match variant {
+        Variant::Whole => {
+            let new = sample.trim();
+            (new != site.line.trim()).then(|| (Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
+        }
+        Variant::After(cut) => {
+            let new = format!("{}{}", &site.line[..cut], sample.trim_end());
+            (new.trim_end() != site.line.trim_end())
+                .then(|| (Edit::replacement(site.offset + cut..line_end, sample.trim_end()), new))
+        }
+        Variant::Insert => {
+            let body = sample.trim_start();
+            let given = &sample[..sample.len() - body.len()];
+            // The model's indentation when it is at least the line's (a new block), else the line's.
+            let indent = if given.len() >= site.indent.len() && given.chars().all(|c| c == ' ') { given } else { site.indent };
+            let new = format!("{indent}{}", body.trim_end());
+            Some((Edit::replacement(line_end..line_end, format!("\n{new}")), new))
+        }
+    }
+}
+
+/// Byte offsets inside `line` after which the rest of the line is worth resampling: after
+/// the statement's `=`/`return`/`if`/`while`/`elif`, after the last `(` and after the last `.`.
+fn cuts(line: &str) -> Vec<usize> {
+    let code = line.trim_start();
+    let indent = line.len() - code.len();
+    let mut out = Vec::new();
+    for keyword in ["return ", "if ", "elif ", "while ", "yield "] {
+        if code.starts_with(keyword) {
+            out.push(indent + keyword.len());
+        }
+    }
+    if let Some(eq) = assignment(code) {
+        out.push(indent + eq);
+    }
+    for ch in ['(', '.'] {
+        if let Some(at) = code.rfind(ch) {
+            out.push(indent + at + 1);
+        }
+    }
+    out.retain(|&c| c < line.len());
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Byte offset just past the `= ` of a plain or augmented assignment, if `code` is one.
+fn assignment(code: &str) -> Option<usize> {
+    let bytes = code.as_bytes();
+    let mut depth = 0i32;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'\'' | b'"' | b'#' => return None,
+            b'=' if depth == 0 => {
+                let prev = i.checked_sub(1).map(|p| bytes[p]);
+                let next = bytes.get(i + 1).copied();
+                if next == Some(b'=') || matches!(prev, Some(b'=' | b'!' | b'<' | b'>')) {
+                    return None;
+                }
+                let after = i + 1 + usize::from(next == Some(b' '));
+                return Some(after);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_fall_after_the_statement_head_the_last_call_paren_and_the_last_dot() {
+        let line = "    total = sum(x.price for x in items)";
+        let cuts: Vec<&str> = cuts(line).into_iter().map(|c| &line[c..]).collect();
+        assert_eq!(cuts, vec!["sum(x.price for x in items)", "x.price for x in items)", "price for x in items)"]);
+        assert_eq!(cuts_of("    return a.strip()"), vec!["a.strip()", "strip()", ")"]);
+        assert_eq!(cuts_of("    if a == b:"), vec!["a == b:"]);
+        assert!(assignment("x == y").is_none() && assignment("f(a=1)").is_none());
+        assert_eq!(assignment("n += 1"), Some(5));
+    }
+
+    fn cuts_of(line: &str) -> Vec<&str> {
+        cuts(line).into_iter().map(|c| &line[c..]).collect()
+    }
+
+    fn site<'j>(job: &'j FunctionJob, line: &'j str) -> Site<'j> {
+        let offset = job.text.find(line).unwrap();
+        Site { job, offset, line, indent: "    ", target: 1, score: 1.0 }
+    }
+
+    #[test]
+    fn samples_become_edits_of_the_line_keeping_its_indentation() {
+        let text = "def f(xs):\n    return xs.keys()\n";
+        let job = FunctionJob { file: "m.py".into(), text: text.into(), first: 0, end: 2, targets: vec![(1, 1.0)], header: String::new() };
+        let site = site(&job, "    return xs.keys()");
+        let apply = |variant, sample: &str| edit(&site, variant, sample).map(|(e, _)| Patch::single("m.py", e).apply(text));
+        assert_eq!(apply(Variant::Whole, "  return list(xs.items())").unwrap(), "def f(xs):\n    return list(xs.items())\n");
+        assert_eq!(apply(Variant::After(14), "values()").unwrap(), "def f(xs):\n    return xs.values()\n");
+        assert_eq!(apply(Variant::Insert, "    print(xs)").unwrap(), "def f(xs):\n    return xs.keys()\n    print(xs)\n");
+        assert_eq!(apply(Variant::Whole, "return xs.keys()"), None, "a sample repeating the line is no candidate");
+        let samples = [
+            SampledLine { text: "return xs.items()".into(), nats: -1.0, tokens: 4, complete: true },
+            SampledLine { text: "return xs.items()".into(), nats: -2.0, tokens: 4, complete: true },
+            SampledLine { text: "return xs.it".into(), nats: -1.0, tokens: 3, complete: false },
+        ];
+        let got = proposals(&site, Variant::Whole, &samples);
+        assert_eq!(got.len(), 1, "duplicates and cut-off samples are dropped");
+        assert!(got[0].score > 0.0 && got[0].score <= LM_PRIOR);
+    }
+
+    #[test]
+    fn a_methods_prompt_header_has_the_imports_and_its_class_line() {
+        let text = "import os\nfrom a import b\n\nX = 1\n\nclass Box:\n    def f(self):\n        return 1\n";
+        assert_eq!(header(text, Some("Box"), 6), "import os\nfrom a import b\nclass Box:\n\n");
+        assert_eq!(header("def f():\n    pass\n", None, 0), "");
+    }
+}

@@ -1,0 +1,163 @@
+//! Candidate sources for the search: operators per line, the trained patcher, combinations of partial fixes.
+
+use super::candidate::{self, Candidate, CandidateId, NeuralLimits};
+use super::operators::{FileScope, Operator};
+use super::priors::Priors;
+use super::search::{CandidateSource, Produced, SourceKind, View};
+use crate::localize::{SuspiciousFunction, SuspiciousLine};
+use crate::project::Project;
+use std::collections::{HashMap, HashSet};
+
+/// The repair operators at the suspicious lines, one line per batch in rank order: the cost of
+/// generation follows the search, not the size of the file.
+pub struct OperatorSource<'p> {
+    project: &'p Project,
+    lines: Vec<SuspiciousLine>,
+    next: usize,
+    priors: Priors,
+    max_prior: f64,
+    scopes: HashMap<String, FileScope>,
+}
+
+impl<'p> OperatorSource<'p> {
+    /// Operators at the first `max_lines` of `lines` (most suspicious first).
+    #[must_use]
+    pub fn new(project: &'p Project, lines: &[SuspiciousLine], max_lines: usize, priors: Priors) -> Self {
+        let max_prior = Operator::ALL.iter().map(|op| priors.weight(*op)).fold(0.0, f64::max);
+        let lines = lines.iter().take(max_lines).cloned().collect();
+        OperatorSource { project, lines, next: 0, priors, max_prior, scopes: HashMap::new() }
+    }
+}
+
+impl CandidateSource for OperatorSource<'_> {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Operators
+    }
+
+    fn bound(&self) -> f64 {
+        self.lines.get(self.next).map_or(0.0, |l| l.score * self.max_prior)
+    }
+
+    fn next(&mut self, _view: &View<'_>) -> Produced {
+        let Some(susp) = self.lines.get(self.next) else { return Produced::Exhausted };
+        self.next += 1;
+        let Some(file) = self.project.file(&susp.file) else { return Produced::Batch(Vec::new()) };
+        let scope = self.scopes.entry(file.rel.clone()).or_insert_with(|| FileScope::of(&file.parsed));
+        Produced::Batch(candidate::operator_proposals(file, scope, susp, &self.priors))
+    }
+}
+
+/// The trained seq2seq patcher (`fix --model`): samples rewrites of one suspicious function
+/// per batch.
+pub struct PatcherSource<'p> {
+    project: &'p Project,
+    functions: Vec<SuspiciousFunction>,
+    next: usize,
+    sampler: crate::model::Sampler,
+    limits: NeuralLimits,
+    /// Set when sampling failed: the source stops and the error is reported once.
+    pub error: Option<crate::model::ModelError>,
+}
+
+impl<'p> PatcherSource<'p> {
+    #[must_use]
+    pub fn new(
+        project: &'p Project,
+        functions: &[SuspiciousFunction],
+        sampler: crate::model::Sampler,
+        limits: NeuralLimits,
+    ) -> Self {
+        let functions = functions.iter().take(limits.max_functions).cloned().collect();
+        PatcherSource { project, functions, next: 0, sampler, limits, error: None }
+    }
+}
+
+/// Prior of the patcher's rewrites relative to the operators'.
+const PATCHER_BOUND: f64 = 0.7;
+
+impl CandidateSource for PatcherSource<'_> {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Patcher
+    }
+
+    fn bound(&self) -> f64 {
+        self.functions.get(self.next).map_or(0.0, |f| f.score * PATCHER_BOUND)
+    }
+
+    fn next(&mut self, _view: &View<'_>) -> Produced {
+        if self.error.is_some() {
+            return Produced::Exhausted;
+        }
+        let Some(function) = self.functions.get(self.next) else { return Produced::Exhausted };
+        self.next += 1;
+        match candidate::neural_proposals(self.project, function, &mut self.sampler, &self.limits) {
+            Ok(proposals) => Produced::Batch(proposals),
+            Err(err) => {
+                self.error = Some(err);
+                Produced::Exhausted
+            }
+        }
+    }
+}
+
+/// Top single edits that partner with seeds in combined candidates.
+const PARTNERS: usize = 60;
+/// Seeds taken from the top single edits when no candidate fixed part of the failing tests.
+const SEEDS_WITHOUT_PARTIAL_FIXES: usize = 15;
+/// Edits a combined candidate may have.
+const MAX_EDITS: usize = 3;
+
+/// Multi-edit candidates: each partial fix (some, not all, failing tests pass) combined with
+/// the top single edits at other lines of its file, up to three edits. Without partial fixes,
+/// once single edits run out or are late, the top single edits seed pairs.
+#[derive(Default)]
+pub struct CombinationSource {
+    /// How far into `View::recorded` this source has looked.
+    cursor: usize,
+    seeded: HashSet<CandidateId>,
+    fallback_used: bool,
+}
+
+impl CandidateSource for CombinationSource {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Combinations
+    }
+
+    fn bound(&self) -> f64 {
+        0.0
+    }
+
+    fn next(&mut self, view: &View<'_>) -> Produced {
+        let mut seeds: Vec<&Candidate> = Vec::new();
+        for id in &view.recorded[self.cursor..] {
+            let seed = &view.candidates[id.0];
+            let partial = view.outcomes[id.0].as_ref().is_some_and(super::lab::CandidateOutcome::is_partial_fix);
+            if partial && seed.patch.edits().len() < MAX_EDITS && self.seeded.insert(*id) {
+                seeds.push(seed);
+            }
+        }
+        self.cursor = view.recorded.len();
+        if seeds.is_empty() && !self.fallback_used && (view.singles_exhausted || view.late) {
+            self.fallback_used = true;
+            let top = top_singles(view.candidates, SEEDS_WITHOUT_PARTIAL_FIXES);
+            seeds = top.into_iter().filter(|c| self.seeded.insert(c.id)).collect();
+        }
+        if seeds.is_empty() {
+            return Produced::Pending;
+        }
+        let partners = top_singles(view.candidates, PARTNERS);
+        let proposals = seeds
+            .iter()
+            .flat_map(|seed| partners.iter().filter_map(move |partner| candidate::combine(seed, partner)))
+            .collect();
+        Produced::Batch(proposals)
+    }
+}
+
+/// The `n` best-scored single-edit candidates.
+fn top_singles(candidates: &[std::sync::Arc<Candidate>], n: usize) -> Vec<&Candidate> {
+    let mut singles: Vec<&Candidate> = candidates.iter().map(AsRef::as_ref).filter(|c| c.source.is_single()).collect();
+    singles.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    singles.truncate(n);
+    singles
+}
