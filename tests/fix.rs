@@ -451,3 +451,22 @@ fn rank_none_keeps_the_report_without_ranking_fields() {
     assert!(report.get("ranking").is_none() && report["patch"].get("likelihood").is_none(), "{report}");
     assert!(report["patch"]["diff"].as_str().is_some_and(|d| d.contains("search.py")), "{report}");
 }
+
+#[test]
+fn name_error_behind_handlers_is_localized_to_its_raising_line_and_fixed() {
+    // One test crashes with a NameError in `stats/core.py`; five others fail assertions because
+    // a handler swallows it, over many lines that only failing tests run.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/localize/name_error_behind_handlers");
+    let dir = tempfile::tempdir().unwrap();
+    deepdebug::project::copy_tree(&fixture, dir.path()).unwrap();
+    std::fs::remove_file(dir.path().join("BUG")).unwrap();
+    let out = fix(dir.path(), &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &report["suspicious_lines"][0];
+    assert_eq!((first["file"].as_str(), first["line"].as_u64()), (Some("stats/core.py"), Some(2)), "{report:#}");
+    assert_eq!(report["suspicious_functions"][0]["function"], "mean", "{report:#}");
+    let diff = report["patch"]["diff"].as_str().unwrap();
+    assert!(diff.contains("+    return sum(xs) / len(xs) if xs else default\n"), "{diff}");
+    apply_and_test(dir.path(), diff);
+}

@@ -82,6 +82,30 @@ pub struct Failure {
     pub frames: Vec<Frame>,
 }
 
+/// A project function called while a line of the test function ran (value flow).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct FlowCall {
+    /// 1-based line of the test function that was running.
+    pub line: usize,
+    /// Path of the called function's file, relative to the project root.
+    pub file: String,
+    /// The called function's name (`co_name`).
+    pub function: String,
+    /// Its code's first line (`co_firstlineno`: the first decorator's line when decorated).
+    pub first_line: usize,
+    /// Frames from the test function down to it: 1 for a direct callee.
+    pub depth: usize,
+}
+
+/// For a failing test run with coverage: the project functions each line of the test called.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Flow {
+    /// The test function's line when it returned or raised (`None` when it never ran).
+    pub last_line: Option<usize>,
+    /// Shallowest first.
+    pub calls: Vec<FlowCall>,
+}
+
 /// The report for one test.
 #[derive(Debug, Clone, Deserialize)]
 pub struct TestResult {
@@ -95,6 +119,9 @@ pub struct TestResult {
     /// Lines executed, by path relative to the project root (present with coverage on).
     #[serde(default)]
     pub coverage: BTreeMap<String, Vec<usize>>,
+    /// Value flow of a failing test (present with coverage on).
+    #[serde(default)]
+    pub flow: Option<Flow>,
 }
 
 /// A file or module pytest could not collect (often a syntax or import error).
@@ -559,5 +586,41 @@ mod tests {
         assert_eq!(sleep.outcome, TestOutcome::Passed, "sleeping uses no CPU: {sleep:?}");
         assert!(sleep.duration >= 0.4 && sleep.cpu < 0.1, "{sleep:?}");
         assert_eq!(session.test("test_cpu.py::test_quick").unwrap().outcome, TestOutcome::Passed);
+    }
+
+    #[test]
+    fn failing_tests_record_the_project_functions_each_test_line_called() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("shop")).unwrap();
+        std::fs::write(dir.path().join("shop/__init__.py"), "").unwrap();
+        std::fs::write(
+            dir.path().join("shop/cart.py"),
+            "from shop.pricing import discount\n\nclass Cart:\n    def __init__(self):\n        self.items = []\n\n    def add(self, price):\n        self.items.append(price)\n        return self\n\n    @property\n    def total(self):\n        gross = sum(p for p in self.items)\n        return gross - discount(gross)\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("shop/pricing.py"), "def discount(amount):\n    return amount // 5\n").unwrap();
+        std::fs::write(
+            dir.path().join("test_cart.py"),
+            "import pytest\nfrom shop.cart import Cart\n\n@pytest.mark.parametrize('price', [100, 0])\ndef test_total(price):\n    cart = Cart().add(price)\n    assert cart.total == price - price // 10\n",
+        )
+        .unwrap();
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let session = pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))).unwrap();
+        let passing = session.test("test_cart.py::test_total[0]").unwrap_or_else(|| panic!("{}", session.output_tail));
+        assert!(passing.outcome.is_ok() && passing.flow.is_none(), "{passing:?}");
+        let failing = session.test("test_cart.py::test_total[100]").unwrap();
+        let flow = failing.flow.as_ref().expect("a failing test records its flow");
+        assert_eq!(flow.last_line, Some(7));
+        let calls: Vec<(usize, &str, &str, usize, usize)> =
+            flow.calls.iter().map(|c| (c.line, c.file.as_str(), c.function.as_str(), c.first_line, c.depth)).collect();
+        for expected in [
+            (6, "shop/cart.py", "__init__", 4, 1),
+            (6, "shop/cart.py", "add", 7, 1),
+            (7, "shop/cart.py", "total", 11, 1),
+            (7, "shop/pricing.py", "discount", 1, 2),
+        ] {
+            assert!(calls.contains(&expected), "{expected:?} not in {calls:#?}");
+        }
+        assert!(calls.iter().all(|c| !c.1.starts_with("test_")), "{calls:#?}");
     }
 }

@@ -3,11 +3,13 @@
 Loaded with `-p deepdebug_plugin`; configured through environment variables:
   DEEPDEBUG_REPORT         path of the JSON-lines report (required)
   DEEPDEBUG_ROOT           project root: only files below it are covered and reported
-  DEEPDEBUG_COVERAGE       "1" to record per-test line coverage
+  DEEPDEBUG_COVERAGE       "1" to record per-test line coverage, and for failing tests the project
+                           functions called from each line of the test function (value flow)
   DEEPDEBUG_TEST_TIMEOUT   per-test wall-clock limit in seconds (0 = none)
   DEEPDEBUG_TEST_CPU       per-test CPU-time limit in seconds (0 = none): catches busy loops
                            early without mistaking a loaded machine for a hang
 """
+import inspect
 import json
 import os
 import reprlib
@@ -118,11 +120,83 @@ def _local_tracer(frame, event, arg):
     return _local_tracer
 
 
+# Value flow of the test being run (with coverage on): the project functions called while each
+# line of the test function ran, with their call depth below it. A failing assertion's line
+# names the functions whose values reached it.
+_FLOW_DEPTH = 6
+_flow_code = None  # the test function's code object
+_flow_line = None  # the test function's current line while it runs
+_flow_last = None  # its last line, once it returned or raised
+_flow_calls = {}  # (test line, id(code)) -> [code, depth]
+
+
+def _test_tracer(frame, event, arg):
+    global _flow_line, _flow_last
+    if event == "line":
+        _lines.add((frame.f_code.co_filename, frame.f_lineno))
+        _flow_line = frame.f_lineno
+    elif event == "return":
+        _flow_last, _flow_line = frame.f_lineno, None
+    return _test_tracer
+
+
+def _note_call(code, frame):
+    """Record a project function called while the test's line `_flow_line` ran."""
+    depth, caller = 1, frame.f_back
+    while caller is not None and caller.f_code is not _flow_code and depth <= _FLOW_DEPTH:
+        caller, depth = caller.f_back, depth + 1
+    key = (_flow_line, id(code))
+    seen = _flow_calls.get(key)
+    if seen is None:
+        _flow_calls[key] = [code, depth]
+    elif depth < seen[1]:
+        seen[1] = depth
+
+
 def _global_tracer(frame, event, arg):
     if event == "call" and _below_root(frame.f_code.co_filename):
-        _lines.add((frame.f_code.co_filename, frame.f_lineno))
+        code = frame.f_code
+        _lines.add((code.co_filename, frame.f_lineno))
+        if code is _flow_code:
+            return _test_tracer
+        if _flow_line is not None:
+            _note_call(code, frame)
         return _local_tracer
     return None
+
+
+def _flow_start(item):
+    """Follow the value flow of `item`'s test function (when it is a plain function)."""
+    global _flow_code, _flow_line, _flow_last
+    func = getattr(item, "obj", None)
+    func = getattr(func, "__func__", func)
+    try:
+        func = inspect.unwrap(func) if func is not None else None
+    except ValueError:  # a cycle of __wrapped__
+        func = None
+    _flow_code = getattr(func, "__code__", None)
+    _flow_line = _flow_last = None
+    _flow_calls.clear()
+
+
+def _flow_record():
+    """The recorded flow as report data (bounded), and stop following."""
+    global _flow_code, _flow_line
+    calls = [
+        {
+            "line": line,
+            "file": _relpath(code.co_filename),
+            "function": code.co_name,
+            "first_line": code.co_firstlineno,
+            "depth": depth,
+        }
+        for (line, _), (code, depth) in _flow_calls.items()
+    ]
+    calls.sort(key=lambda c: (c["depth"], -c["line"]))
+    flow = {"last_line": _flow_last, "calls": calls[:400]}
+    _flow_code = _flow_line = None
+    _flow_calls.clear()
+    return flow
 
 
 _rel = {}
@@ -268,6 +342,7 @@ def pytest_runtest_protocol(item, nextitem):
     cpu_start = time.process_time()
     if _COVERAGE:
         _lines.clear()
+        _flow_start(item)
         threading.settrace(_global_tracer)
         sys.settrace(_global_tracer)
     try:
@@ -289,6 +364,9 @@ def pytest_runtest_protocol(item, nextitem):
             threading.settrace(None)
             rec["coverage"] = _coverage_map()
             _lines.clear()
+            flow = _flow_record()
+            if rec["outcome"] not in ("passed", "skipped"):
+                rec["flow"] = flow
         _emit(rec)
 
 

@@ -164,6 +164,11 @@ pub struct FileScope {
     pub unary_functions: BTreeSet<String>,
     /// Attribute names used anywhere in the file (`x.name`).
     pub attributes: BTreeSet<String>,
+    /// Every name bound anywhere in the file (any scope); `None` when that cannot be known (a
+    /// star import, a `match`): a name outside it and the builtins is undefined.
+    pub bound: Option<BTreeSet<String>>,
+    /// Names bound at module level: definitions, imports, assignments.
+    pub module_names: BTreeSet<String>,
 }
 
 impl FileScope {
@@ -189,6 +194,8 @@ impl FileScope {
             let mut cursor = node.walk();
             stack.extend(node.named_children(&mut cursor));
         }
+        scope.bound = bound_names(parsed, parsed.root(), true);
+        scope.module_names = bound_names(parsed, parsed.root(), false).unwrap_or_default();
         scope
     }
 }
@@ -300,7 +307,10 @@ impl Generator<'_> {
                 self.call(node);
                 self.unwrap_call(node);
             }
-            "identifier" => self.variable_misuse(node),
+            "identifier" => {
+                self.variable_misuse(node);
+                self.undefined_name(node);
+            }
             "true" => self.push(Operator::Literal, node, "False".to_string()),
             "false" => self.push(Operator::Literal, node, "True".to_string()),
             "none" => self.push(Operator::Literal, node, "0".to_string()),
@@ -786,6 +796,154 @@ impl Generator<'_> {
     }
 }
 
+impl Generator<'_> {
+    /// A name bound nowhere in the file and no builtin (a `NameError` when it runs) →
+    /// the closest names by edit distance among those visible from its function.
+    fn undefined_name(&mut self, node: Node<'_>) {
+        const CLOSEST: usize = 4;
+        let Some(bound) = &self.scope.bound else { return };
+        let name = self.text(node).to_string();
+        let dunder = name.starts_with("__") && name.ends_with("__");
+        if dunder || bound.contains(&name) || BUILTINS.contains(&name.as_str()) || !is_free_load(node) {
+            return;
+        }
+        let Some(function) = enclosing_function(node) else { return };
+        let mut visible = self.scope.module_names.clone();
+        let mut current = Some(function);
+        while let Some(f) = current {
+            visible.extend(scope_names(self.parsed, f));
+            current = enclosing_function(f);
+        }
+        let callee = node.parent().is_some_and(|p| p.kind() == "call" && field_of(p, node).as_deref() == Some("function"));
+        if callee {
+            visible.extend(BUILTINS.iter().filter(|b| b.starts_with(char::is_lowercase)).map(|b| (*b).to_string()));
+        }
+        let mut ranked: Vec<(usize, String)> = visible.into_iter().map(|v| (edit_distance(&name, &v), v)).collect();
+        ranked.sort();
+        for (_, other) in ranked.into_iter().take(CLOSEST) {
+            self.push(Operator::VariableMisuse, node, other);
+        }
+    }
+}
+
+/// Whether identifier `node` reads a variable, as far as [`bound_names`] cannot tell: not an
+/// attribute, keyword or module path, nor inside a type annotation.
+fn is_free_load(node: Node<'_>) -> bool {
+    let Some(parent) = node.parent() else { return false };
+    match (parent.kind(), field_of(parent, node).as_deref()) {
+        ("attribute", Some("attribute")) | ("keyword_argument", Some("name")) => return false,
+        ("dotted_name" | "relative_import" | "aliased_import" | "import_from_statement", _) => return false,
+        _ => {}
+    }
+    let mut current = Some(parent);
+    while let Some(n) = current {
+        if n.kind() == "type" {
+            return false;
+        }
+        current = n.parent();
+    }
+    true
+}
+
+/// Names bound under `node`: assignment, loop and `as` targets, parameters, definitions,
+/// imports, `global`/`nonlocal` names; inside nested functions and classes too when `nested`.
+/// `None` on a star import or a `match` (their names are not followed).
+fn bound_names(parsed: &Parsed, node: Node<'_>, nested: bool) -> Option<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        let targets: Vec<Node<'_>> = match n.kind() {
+            "wildcard_import" | "match_statement" => return None,
+            "function_definition" | "class_definition" => {
+                names.extend(n.child_by_field_name("name").map(|name| parsed.node_text(name).to_string()));
+                if !nested && n.id() != node.id() {
+                    continue;
+                }
+                Vec::new()
+            }
+            "parameters" | "lambda_parameters" | "global_statement" | "nonlocal_statement" => vec![n],
+            "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
+                n.child_by_field_name("left").into_iter().collect()
+            }
+            "named_expression" => n.child_by_field_name("name").into_iter().collect(),
+            "as_pattern" => n.child_by_field_name("alias").into_iter().collect(),
+            "aliased_import" => n.child_by_field_name("alias").into_iter().collect(),
+            "import_statement" | "import_from_statement" => imported(n),
+            _ => Vec::new(),
+        };
+        for target in targets {
+            all_identifiers(parsed, target, &mut names);
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    Some(names)
+}
+
+/// The nodes naming what an import binds: `a` of `import a.b`, `b` of `from m import b`.
+fn imported(import: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = import.walk();
+    let names: Vec<Node<'_>> = import.children_by_field_name("name", &mut cursor).collect();
+    names
+        .into_iter()
+        .filter(|n| n.kind() == "dotted_name")
+        .filter_map(|n| if import.kind() == "import_statement" { n.named_child(0) } else { n.named_child(n.named_child_count().checked_sub(1)?) })
+        .collect()
+}
+
+/// Every identifier under `node` (a superset of the names a target binds: erring towards
+/// "bound" keeps [`Generator::undefined_name`] from flagging defined names).
+fn all_identifiers(parsed: &Parsed, node: Node<'_>, names: &mut BTreeSet<String>) {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" {
+            names.insert(parsed.node_text(n).to_string());
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Python's builtin names (functions, types, constants, exceptions).
+const BUILTINS: &[&str] = &[
+    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes", "callable",
+    "chr", "classmethod", "compile", "complex", "copyright", "credits", "delattr", "dict", "dir", "divmod",
+    "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr",
+    "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license", "list",
+    "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord", "pow", "print",
+    "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
+    "str", "sum", "super", "tuple", "type", "vars", "zip", "NotImplemented", "Ellipsis",
+    "BaseException", "BaseExceptionGroup", "Exception", "ExceptionGroup", "ArithmeticError", "AssertionError",
+    "AttributeError", "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+    "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+    "DeprecationWarning", "EOFError", "EncodingWarning", "EnvironmentError", "FileExistsError",
+    "FileNotFoundError", "FloatingPointError", "FutureWarning", "GeneratorExit", "IOError", "ImportError",
+    "ImportWarning", "IndentationError", "IndexError", "InterruptedError", "IsADirectoryError", "KeyError",
+    "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+    "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning", "PermissionError",
+    "ProcessLookupError", "PythonFinalizationError", "RecursionError", "ReferenceError", "ResourceWarning",
+    "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError", "SyntaxWarning",
+    "SystemError", "SystemExit", "TabError", "TimeoutError", "TypeError", "UnboundLocalError",
+    "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "UnicodeTranslateError", "UnicodeWarning",
+    "UserWarning", "ValueError", "Warning", "ZeroDivisionError",
+];
+
 /// `n + 1` / `n - 1` folded when the node already ends in `± integer`.
 fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
     if node.kind() != "binary_operator" {
@@ -1096,6 +1254,40 @@ mod tests {
         for m in mutations_at_line(&parsed, 3) {
             assert!(m.edit.range.start >= src.find("    return").unwrap(), "{m:?}");
         }
+    }
+
+    #[test]
+    fn an_undefined_name_is_replaced_by_the_closest_visible_names() {
+        let src = "import os.path\nfrom math import floor as fl\nLIMIT = 3\n\ndef spread(values, default=0):\n    low = min(values)\n    return hihg - low if values else defualt\n\ndef other():\n    high = 1\n    return high\n";
+        let v = variants(src, 7, Operator::VariableMisuse);
+        // `high` is bound in another function only: not visible from `spread`.
+        assert!(v.contains(&"return hihg - low if values else default".to_string()), "{v:#?}");
+        let replaced: Vec<&String> = v.iter().filter(|p| !p.contains("hihg")).collect();
+        assert_eq!(replaced.len(), 4, "{v:#?}");
+        assert!(replaced.iter().all(|p| !p.contains("high")), "{v:#?}");
+        // Defined names, builtins, attributes, keywords and imports are left alone.
+        let src = "import os.path\nfrom math import floor as fl\n\ndef f(xs, n=2):\n    try:\n        pass\n    except ValueError as err:\n        print(err)\n    with open(os.path.join('a')) as fh:\n        return fl(len(xs), key=n), [y for y in xs], fh, lambda z: z\n";
+        for line in 1..=10 {
+            let parsed = Parsed::new(src);
+            let found: Vec<String> = mutations_at_line(&parsed, line)
+                .into_iter()
+                .filter(|m| m.operator == Operator::VariableMisuse)
+                .map(|m| m.description)
+                .filter(|d| d.starts_with("`os`") || d.starts_with("`path`") || d.starts_with("`fl`") || d.starts_with("`print`") || d.starts_with("`key`") || d.starts_with("`err`") || d.starts_with("`fh`") || d.starts_with("`z`"))
+                .collect();
+            assert!(found.is_empty(), "line {line}: {found:#?}");
+        }
+    }
+
+    #[test]
+    fn an_undefined_callee_is_replaced_by_close_functions_and_builtins() {
+        let src = "def total(xs):\n    return sum(xs)\n\ndef mean(xs):\n    return totl(xs) / lenght(xs)\n";
+        let v = variants(src, 5, Operator::VariableMisuse);
+        assert!(v.contains(&"return total(xs) / lenght(xs)".to_string()), "{v:#?}");
+        assert!(v.contains(&"return totl(xs) / len(xs)".to_string()), "{v:#?}");
+        // No name is flagged in a file with a star import.
+        let v = variants(&format!("from helpers import *\n{src}"), 6, Operator::VariableMisuse);
+        assert!(v.iter().all(|p| p.contains("totl(") && p.contains("lenght(")), "{v:#?}");
     }
 }
 
