@@ -208,15 +208,40 @@ pub fn operator_proposals(
 ) -> Vec<Proposal> {
     mutations_at_line_in(&file.parsed, scope, susp.line)
         .into_iter()
-        .map(|mutation| Proposal {
-            patch: Patch::single(file.rel.clone(), mutation.edit),
-            source: Source::Operator(mutation.operator),
-            line: susp.line,
-            description: mutation.description,
-            score: susp.score * priors.weight(mutation.operator),
+        .map(|mutation| {
+            let steer = susp.crash.as_ref().map_or(1.0, |crash| crash_steer(crash, &mutation, file.parsed.text()));
+            Proposal {
+                score: susp.score * priors.weight(mutation.operator) * steer,
+                patch: Patch::single(file.rel.clone(), mutation.edit),
+                source: Source::Operator(mutation.operator),
+                line: susp.line,
+                description: mutation.description,
+            }
         })
         .collect()
 }
+
+/// Boost for an operator that answers the exception a failing test raised at this line: a
+/// missing name or attribute replaced, bounds and guards for lookups, arguments for calls.
+fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Mutation, text: &str) -> f64 {
+    use crate::localize::CrashKind as K;
+    let replaced = text.get(mutation.edit.range.clone()).unwrap_or_default();
+    let names_missing = || crash.missing_name().is_some_and(|name| replaced == name);
+    let answers = match crash.kind {
+        K::NameError | K::UnboundLocalError => mutation.operator == Operator::VariableMisuse && names_missing(),
+        K::AttributeError => mutation.operator == Operator::AttributeMisuse && names_missing(),
+        K::KeyError | K::IndexError => {
+            matches!(mutation.operator, Operator::IndexOffByOne | Operator::Negation | Operator::ExceptionType | Operator::ConditionChange)
+        }
+        K::TypeError => matches!(mutation.operator, Operator::ArgumentSwap | Operator::WrapExpression | Operator::UnwrapCall | Operator::ReturnValue),
+        K::ZeroDivisionError => matches!(mutation.operator, Operator::ConditionChange | Operator::ExpressionOffByOne),
+        K::ValueError | K::Other => false,
+    };
+    if answers { CRASH_STEER } else { 1.0 }
+}
+
+/// How much an operator answering the raised exception is preferred at the raising lines.
+const CRASH_STEER: f64 = 2.0;
 
 /// The candidate made of `proposal` once [`check_patch`] accepted it.
 #[must_use]
@@ -471,6 +496,23 @@ mod tests {
             let expected: Vec<&str> = patched_text.split_inclusive('\n').skip(lines.0 - 1).take(lines.1 - lines.0 + 1).collect();
             assert_eq!(statements, expected.concat());
         }
+    }
+
+    #[test]
+    fn operators_answering_the_raised_exception_are_preferred_at_the_raising_line() {
+        use super::{crash_steer, CRASH_STEER};
+        use crate::localize::{Crash, CrashKind};
+        use crate::repair::operators::{Mutation, Operator};
+        let text = "def f(count):\n    return cuont + 1\n";
+        let at = text.find("cuont").unwrap();
+        let mutation = |operator, from: usize, to: usize| Mutation { operator, edit: Edit::replacement(from..to, "count"), description: String::new() };
+        let crash = Crash { kind: CrashKind::NameError, type_name: "NameError".into(), message: "name 'cuont' is not defined".into(), raised_here: true };
+        assert_eq!(crash_steer(&crash, &mutation(Operator::VariableMisuse, at, at + 5), text), CRASH_STEER);
+        // Another name replaced, or another operator: no preference.
+        assert_eq!(crash_steer(&crash, &mutation(Operator::VariableMisuse, 6, 11), text), 1.0);
+        assert_eq!(crash_steer(&crash, &mutation(Operator::ConstantOffByOne, at, at + 5), text), 1.0);
+        let key = Crash { kind: CrashKind::KeyError, message: "'x'".into(), ..crash };
+        assert_eq!(crash_steer(&key, &mutation(Operator::ConditionChange, at, at + 5), text), CRASH_STEER);
     }
 
     #[test]
