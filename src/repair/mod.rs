@@ -3,6 +3,7 @@
 pub mod candidate;
 pub mod lab;
 pub mod operators;
+pub mod pairs;
 pub mod priors;
 pub mod rank;
 pub mod fix;
