@@ -296,6 +296,14 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_priors_load() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/priors.json");
+        let priors = Priors::load(&path).unwrap();
+        assert!((priors.weight(Operator::DeleteStatement) - 1.0).abs() < 1e-9);
+        assert!(priors.weight(Operator::Comparison) > 0.0);
+    }
+
+    #[test]
     fn priors_round_trip_through_json() {
         let (priors, file) = Priors::learn([("def f(a):\n    return a + 1\n", "def f(a):\n    return a - 1\n")]);
         let dir = tempfile::tempdir().unwrap();
