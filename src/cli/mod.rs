@@ -8,6 +8,7 @@ pub mod mine;
 pub mod priors;
 pub mod model;
 pub mod sandbox;
+pub mod templates;
 
 use std::time::Duration;
 

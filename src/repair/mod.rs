@@ -6,4 +6,5 @@ pub mod operators;
 pub mod pairs;
 pub mod priors;
 pub mod rank;
+pub mod templates;
 pub mod fix;

@@ -868,7 +868,8 @@ fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
     None
 }
 
-fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+/// The innermost function definition around `node`.
+pub(crate) fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node.parent();
     while let Some(n) = current {
         if n.kind() == "function_definition" {
