@@ -22,6 +22,8 @@ enum Command {
     Inject(cli::inject::InjectArgs),
     /// Learn repair-operator priors from mined fix pairs (JSONL with `before`/`after`).
     Priors(cli::priors::PriorsArgs),
+    /// Learn fix templates from mined fix pairs: abstracted minimal edits, ranked by support.
+    Templates(cli::templates::TemplatesArgs),
     /// Evaluate `fix` on a benchmark (QuixBugs layout).
     #[command(subcommand)]
     Eval(cli::eval::EvalCommand),
@@ -45,6 +47,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Fix(args) => cli::fix::run(&args),
         Command::Priors(args) => cli::priors::run(&args),
+        Command::Templates(args) => cli::templates::run(&args),
         Command::Inject(args) => cli::inject::run(&args),
         Command::Mine(args) => cli::mine::run(&args),
         Command::Eval(command) => cli::eval::run(&command),

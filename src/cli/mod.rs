@@ -8,8 +8,13 @@ pub mod mine;
 pub mod priors;
 pub mod model;
 pub mod sandbox;
+pub mod templates;
 
 use std::time::Duration;
+
+/// Projects under GPL/LGPL in the mined corpus, left out of what is learned by default:
+/// learned priors and templates ship with deepdebug.
+pub const COPYLEFT_REPOS: [&str; 2] = ["pylint-dev/pylint", "pylint-dev/astroid"];
 
 /// Parse `60s`, `2m`, `1h`, `500ms` or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -35,7 +40,13 @@ pub fn load_priors(path: Option<&std::path::Path>) -> anyhow::Result<deepdebug::
     use deepdebug::repair::priors::Priors;
     Ok(match path {
         None => Priors::default(),
-        Some(path) if path.extension().is_some_and(|e| e == "jsonl") => Priors::learn_from_jsonl(path)?.0,
+        Some(path) if is_jsonl(path) => Priors::learn_from_jsonl(path)?.0,
         Some(path) => Priors::load(path)?,
     })
+}
+
+/// A JSON Lines file of mined rows: `.jsonl`, or `.jsonl.gz` compressed.
+fn is_jsonl(path: &std::path::Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")
 }

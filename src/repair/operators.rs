@@ -678,7 +678,8 @@ impl Generator<'_> {
     fn integer(&mut self, node: Node<'_>) {
         let text = self.text(node).replace('_', "");
         let Ok(value) = text.parse::<i64>() else { return };
-        let mut values = vec![value + 1];
+        // A literal at the edge of i64 (`9223372036854775807`) has no successor here.
+        let mut values: Vec<i64> = value.checked_add(1).into_iter().collect();
         if value > 0 {
             values.push(value - 1);
         }
@@ -964,11 +965,11 @@ fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
     let left_text = parsed.node_text(left);
     let mut out = Vec::new();
     for delta in [1, -1] {
-        let total = sign * value + delta;
+        let Some(total) = (sign * value).checked_add(delta) else { continue };
         out.push(match total {
             0 => left_text.to_string(),
             t if t > 0 => format!("{left_text} + {t}"),
-            t => format!("{left_text} - {}", -t),
+            t => format!("{left_text} - {}", t.unsigned_abs()),
         });
     }
     Some(out)
@@ -1025,7 +1026,8 @@ fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
     None
 }
 
-fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+/// The innermost function definition around `node`.
+pub(crate) fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node.parent();
     while let Some(n) = current {
         if n.kind() == "function_definition" {
@@ -1245,6 +1247,14 @@ mod tests {
         assert_eq!(v, ["return min(xs) if all(xs) else 0"]);
         // A local function that happens to be called `max` is still a call of `max`; methods are not.
         assert!(variants("def f(o):\n    return o.max(1)\n", 2, Operator::Comparison).is_empty());
+    }
+
+    #[test]
+    fn the_largest_integer_literal_is_only_decremented() {
+        let v = variants("def f():\n    return 9223372036854775807\n", 2, Operator::ConstantOffByOne);
+        assert_eq!(v, ["return 9223372036854775806"]);
+        let v = variants("def f(xs):\n    return xs[len(xs) + 9223372036854775807]\n", 2, Operator::IndexOffByOne);
+        assert_eq!(v, ["return xs[len(xs) + 9223372036854775806]"]);
     }
 
     #[test]
