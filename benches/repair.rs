@@ -1,8 +1,16 @@
-//! Benchmark: fixes found and median time-to-fix over the QuixBugs-layout fixtures and `datasets/bugs/`.
+//! Benchmark: genuine and plausible-only fixes per source configuration on the held-out suite, and fixes over the QuixBugs-layout fixtures and `datasets/bugs/`.
 //!
-//! `cargo bench --bench repair` (env: `BENCH_TIMEOUT` seconds per bug, default 60;
-//! `BENCH_JOBS` validation workers, default: number of CPUs; `BENCH_RANK=none` turns the
-//! SmolLM2 ranking off, which is on, as in `fix --rank auto`, when the model is installed).
+//! `cargo bench --bench repair` runs `fix` on every bug of `datasets/suite/` (visible tests
+//! only) once per configuration and judges each plausible patch with the bug's hidden tests
+//! (`check.py --judge`). Env: `BENCH_CONFIGS` (comma-separated, default
+//! `operators,templates,lm,all`: operators alone; + learned templates; + SmolLM2 cloze lines;
+//! every source), `BENCH_SUITE_FILTER` (substring of bug names), `BENCH_TIMEOUT` seconds per
+//! bug (default 60), `BENCH_JOBS` validation workers (default: number of CPUs),
+//! `BENCH_RANK=none` (the SmolLM2 ranking is on, as in `fix --rank auto`, when the model is
+//! installed), `BENCH_LEGACY=1` also runs the QuixBugs-layout fixtures and `datasets/bugs/`.
+
+#[path = "repair/suite.rs"]
+mod suite;
 
 use deepdebug::repair::priors::Priors;
 use deepdebug::sandbox::{DockerConfig, SandboxKind};
@@ -42,6 +50,15 @@ fn main() {
         deepdebug::model::smollm::find_gguf().map(RankOptions::optional)
     };
     println!("ranking of plausible patches: {}", if rank.is_some() { "SmolLM2 (as `fix --rank auto`)" } else { "operator score" });
+    suite::run(manifest, timeout, workers, rank.as_ref());
+    if std::env::var("BENCH_LEGACY").is_ok_and(|v| v == "1") {
+        legacy(manifest, timeout, workers, rank.as_ref());
+    }
+}
+
+/// The QuixBugs-layout fixtures (classified against the correct programs) and `datasets/bugs/`.
+fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&RankOptions>) {
+    let rank = rank.cloned();
     let mut rows = Vec::new();
 
     // QuixBugs-layout fixtures: fix + classification against the correct programs.
@@ -96,6 +113,7 @@ fn main() {
             neural: None,
             rank: rank.clone(),
             lm: None,
+            templates: None,
             sandbox: SandboxKind::Local,
             docker: DockerConfig::default(),
         };

@@ -6,6 +6,7 @@ use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
 use deepdebug::repair::cloze::ClozeOptions;
+use deepdebug::repair::templates::Templates;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
@@ -80,10 +81,23 @@ pub struct FixArgs {
     #[arg(long, default_value_t = 12, help_heading = "Language model")]
     lm_lines: usize,
     /// Samples per prompt (drawn as one batch).
-    #[arg(long, default_value_t = 8, help_heading = "Language model")]
+    #[arg(long, default_value_t = 16, help_heading = "Language model")]
     lm_samples: usize,
+    /// Learned fix templates: a templates.json from `deepdebug templates`, or `none`
+    /// (default: the bundled datasets/templates.json, learned from real fix commits).
+    #[arg(long, value_name = "FILE|none")]
+    templates: Option<PathBuf>,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
+}
+
+/// The templates `--templates` asks for.
+fn templates(args: &FixArgs) -> anyhow::Result<Option<std::sync::Arc<Templates>>> {
+    Ok(match &args.templates {
+        Some(path) if path.as_os_str() == "none" => None,
+        Some(path) => Some(std::sync::Arc::new(Templates::load(path)?)),
+        None => Some(std::sync::Arc::new(Templates::bundled().clone())),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -204,6 +218,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         }),
         rank,
         lm,
+        templates: templates(args)?,
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())

@@ -300,6 +300,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         neural: None,
         rank: options.rank.clone(),
         lm: None,
+        templates: Some(std::sync::Arc::new(crate::repair::templates::Templates::bundled().clone())),
         sandbox: options.sandbox,
         docker: options.docker.clone(),
     };

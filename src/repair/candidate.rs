@@ -24,8 +24,8 @@ impl std::fmt::Display for CandidateId {
 pub enum Source {
     /// A repair operator.
     Operator(Operator),
-    /// A fix template learned from real commits (its index in the template file).
-    Template(usize),
+    /// A fix template learned from real commits.
+    Template,
     /// A line proposed cloze-style by a pretrained language model.
     LanguageModel,
     /// Two or three edits combined, at different lines of one file.
@@ -39,7 +39,7 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Operator(op) => op.name(),
-            Source::Template(_) => "template",
+            Source::Template => "template",
             Source::LanguageModel => "language-model",
             Source::Combined { .. } => "combined",
             Source::Neural => "neural",

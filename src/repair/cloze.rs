@@ -29,7 +29,7 @@ pub struct ClozeOptions {
 impl ClozeOptions {
     #[must_use]
     pub fn new(gguf: PathBuf) -> ClozeOptions {
-        ClozeOptions { gguf, max_lines: 12, samples: 8, temperature: 0.8, seed: 0 }
+        ClozeOptions { gguf, max_lines: 12, samples: 16, temperature: 0.8, seed: 0 }
     }
 }
 

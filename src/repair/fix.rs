@@ -6,7 +6,8 @@ use super::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Va
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
 use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
-use super::sources::{CombinationSource, OperatorSource, PatcherSource};
+use super::sources::{CombinationSource, OperatorSource, PatcherSource, TemplateSource};
+use super::templates::Templates;
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
@@ -44,6 +45,8 @@ pub struct FixOptions {
     pub rank: Option<RankOptions>,
     /// Language-model candidates (`None`: off).
     pub lm: Option<ClozeOptions>,
+    /// Learned fix templates (`None`: off).
+    pub templates: Option<Arc<Templates>>,
 }
 
 /// Likelihood ranking of plausible patches (`fix --rank smollm`, or `auto` when the model is
@@ -323,6 +326,9 @@ fn sources<'p>(
 ) -> (Vec<Box<dyn CandidateSource + 'p>>, Option<LmStats>) {
     let mut sources: Vec<Box<dyn CandidateSource + 'p>> =
         vec![Box::new(OperatorSource::new(project, &localization.lines, options.limits.max_lines, options.priors.clone()))];
+    if let Some(templates) = &options.templates {
+        sources.push(Box::new(TemplateSource::new(project, &localization.lines, options.limits.max_lines, Arc::clone(templates))));
+    }
     let mut lm_stats = None;
     if let Some(lm) = &options.lm {
         let source = ClozeSource::start(project, localization, lm);

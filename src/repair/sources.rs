@@ -3,7 +3,8 @@
 use super::candidate::{self, Candidate, CandidateId, NeuralLimits};
 use super::operators::{FileScope, Operator};
 use super::priors::Priors;
-use super::search::{CandidateSource, Produced, SourceKind, View};
+use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::templates::Templates;
 use crate::localize::{SuspiciousFunction, SuspiciousLine};
 use crate::project::Project;
 use std::collections::{HashMap, HashSet};
@@ -44,6 +45,56 @@ impl CandidateSource for OperatorSource<'_> {
         let Some(file) = self.project.file(&susp.file) else { return Produced::Batch(Vec::new()) };
         let scope = self.scopes.entry(file.rel.clone()).or_insert_with(|| FileScope::of(&file.parsed));
         Produced::Batch(candidate::operator_proposals(file, scope, susp, &self.priors))
+    }
+}
+
+/// Fix templates learned from real commits, applied at the suspicious lines one line per
+/// batch in rank order, scored by suspiciousness × the template's support weight × a prior.
+pub struct TemplateSource<'p> {
+    project: &'p Project,
+    lines: Vec<SuspiciousLine>,
+    next: usize,
+    templates: std::sync::Arc<Templates>,
+}
+
+/// Prior of a template edit relative to the operators' (a template with the best support).
+const TEMPLATE_PRIOR: f64 = 0.6;
+/// Template edits proposed per line at most.
+const TEMPLATES_PER_LINE: usize = 40;
+
+impl<'p> TemplateSource<'p> {
+    #[must_use]
+    pub fn new(project: &'p Project, lines: &[SuspiciousLine], max_lines: usize, templates: std::sync::Arc<Templates>) -> Self {
+        TemplateSource { project, lines: lines.iter().take(max_lines).cloned().collect(), next: 0, templates }
+    }
+}
+
+impl CandidateSource for TemplateSource<'_> {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Templates
+    }
+
+    fn bound(&self) -> f64 {
+        self.lines.get(self.next).map_or(0.0, |l| l.score * TEMPLATE_PRIOR)
+    }
+
+    fn next(&mut self, _view: &View<'_>) -> Produced {
+        let Some(susp) = self.lines.get(self.next) else { return Produced::Exhausted };
+        self.next += 1;
+        let Some(file) = self.project.file(&susp.file) else { return Produced::Batch(Vec::new()) };
+        let proposals = self
+            .templates
+            .mutations_at_line(&file.parsed, susp.line, TEMPLATES_PER_LINE)
+            .into_iter()
+            .map(|m| Proposal {
+                patch: crate::patch::Patch::single(file.rel.clone(), m.edit),
+                source: super::candidate::Source::Template,
+                line: susp.line,
+                description: m.description,
+                score: susp.score * TEMPLATE_PRIOR * (0.5 + 0.5 * m.weight),
+            })
+            .collect();
+        Produced::Batch(proposals)
     }
 }
 

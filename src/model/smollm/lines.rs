@@ -44,7 +44,7 @@ pub struct LineSampling {
 
 impl Default for LineSampling {
     fn default() -> Self {
-        LineSampling { n: 8, max_tokens: 48, temperature: 0.8, top_p: 0.95, seed: 0 }
+        LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 0.95, seed: 0 }
     }
 }
 
