@@ -412,25 +412,40 @@ mod tests {
         let t = templates(&[("expression", "$N0 ( $N1 )", "$N0 ( $N1 , $N2 )", 5), ("insert-statement", "", "return $N0", 3)]);
         let src = "import os.path\nfrom m import g as h\nLIMIT = 3\ndef f(a, b):\n    c = g(a)\n    return c\n";
         let got = applied(&t, src, 5);
-        for want in [
-            "    c = g(a, a)\n",
-            "    c = g(a, b)\n",
-            "    c = g(a, c)\n",
-            "    c = g(a, LIMIT)\n",
-            "    c = g(a, os)\n",
-            "    c = g(a, h)\n",
-            "    return a\n    c = g(a)\n",
-            "    c = g(a)\n    return b\n",
-        ] {
+        for want in ["    c = g(a, a)\n", "    c = g(a, b)\n", "    c = g(a, c)\n", "    return a\n    c = g(a)\n", "    c = g(a)\n    return b\n"] {
             assert!(got.iter().any(|p| p.contains(want)), "{want:?} missing: {got:#?}");
         }
-        assert!(!got.iter().any(|p| p.contains("g(a, m)") || p.contains("g(a, g)")), "{got:#?}");
+        assert!(!got.iter().any(|p| p.contains("g(a, LIMIT)") || p.contains("g(a, os)")), "{got:#?}");
+        // The object of an attribute may also be a name of the module (an import).
+        let t = templates(&[("expression", "isinstance ( $N0 , str )", "isinstance ( $N0 , $N1 . string_types )", 3)]);
+        let src = "import six\ndef f(a):\n    return isinstance(a, str)\n";
+        let want = ["a", "six"].map(|n| src.replace("str)", &format!("{n}.string_types)")));
+        assert_eq!(applied(&t, src, 3), want);
         // Nothing is inserted before a line that continues a statement.
+        let t = templates(&[("insert-statement", "", "return $N0", 3)]);
         let src = "def f(a, b):\n    c = g(a,\n          b)\n    return c\n";
-        assert!(!applied(&t, src, 3).iter().any(|p| p.contains("return a")), "{:#?}", applied(&t, src, 3));
+        assert!(applied(&t, src, 3).is_empty(), "{:#?}", applied(&t, src, 3));
         assert!(applied(&t, src, 4).iter().any(|p| p.contains("    return a\n    return c")));
         // A module-level line has no function scope to draw from.
         assert!(applied(&t, "x = g(y)\n", 1).is_empty());
+    }
+
+    #[test]
+    fn names_that_are_not_values_are_not_rewritten() {
+        let t = templates(&[("expression", "$E0", "list ( $E0 )", 5)]);
+        let src = "def f(a, b=1, *c):\n    a.x, d = g(key=lambda e: e)\n";
+        let mut got: Vec<String> = applied(&t, src, 1).into_iter().chain(applied(&t, src, 2)).collect();
+        got.sort();
+        let mut want = [
+            "def f(a, b=list(1), *c):\n    a.x, d = g(key=lambda e: e)\n",
+            "def f(a, b=1, *c):\n    list(a).x, d = g(key=lambda e: e)\n",
+            "def f(a, b=1, *c):\n    a.x, d = list(g(key=lambda e: e))\n",
+            "def f(a, b=1, *c):\n    a.x, d = list(g)(key=lambda e: e)\n",
+            "def f(a, b=1, *c):\n    a.x, d = g(key=list(lambda e: e))\n",
+            "def f(a, b=1, *c):\n    a.x, d = g(key=lambda e: list(e))\n",
+        ];
+        want.sort_unstable();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -28,6 +28,15 @@ pub(super) struct LineView<'p> {
     anchor: Node<'p>,
 }
 
+/// Names that new holes of a fixed side may take.
+#[derive(Debug, Default)]
+pub(super) struct Scope {
+    /// Parameters and locals of the enclosing function.
+    function: Vec<String>,
+    /// Those, then the names the module binds.
+    all: Vec<String>,
+}
+
 /// A template matched at a line: the tokens it covers and what its holes bound.
 struct Match {
     span: Range<usize>,
@@ -53,30 +62,37 @@ impl<'p> LineView<'p> {
             line: start..end,
             anchor,
         };
-        view.collect_nodes(parsed.root(), row);
+        view.collect_nodes(parsed.root(), None, "", row);
         Some(view)
     }
 
-    fn collect_nodes(&mut self, node: Node<'_>, row: usize) {
+    /// Record the statements and value expressions of the line under `node`, which `parent`
+    /// holds under `field`.
+    fn collect_nodes(&mut self, node: Node<'_>, field: Option<&str>, parent: &str, row: usize) {
         if node.end_position().row < row || node.start_position().row > row {
             return;
         }
         let kind = node.kind();
-        if node.start_byte() == self.leaves[0].range.start && (kind.ends_with("_statement") || kind.ends_with("_definition")) {
+        if node.start_byte() == self.leaves[0].range.start && kind.ends_with("_statement") {
             self.starts_statement = true;
         }
         if node.start_position().row == row && node.end_position().row == row && node.is_named() {
             let span = leaf_span(&self.leaves, node);
-            if is_simple_statement(node.kind()) {
+            if is_simple_statement(kind) {
                 self.statements.insert((span.start, span.end));
-            } else if !is_fragment(node.kind()) && !span.is_empty() {
-                let operator = node.kind().ends_with("_operator") || matches!(node.kind(), "conditional_expression" | "lambda");
+            } else if !is_fragment(kind) && !span.is_empty() && !kind.contains("assignment") && !is_not_a_value(parent, field) {
+                let operator = kind.ends_with("_operator") || matches!(kind, "conditional_expression" | "lambda");
                 self.expr_ends[span.start].push((span.end, operator));
             }
         }
         let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            self.collect_nodes(child, row);
+        if cursor.goto_first_child() {
+            loop {
+                self.collect_nodes(cursor.node(), cursor.field_name(), kind, row);
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
         }
     }
 
@@ -94,22 +110,21 @@ impl<'p> LineView<'p> {
     }
 
     /// The edits `template` proposes on this line.
-    pub(super) fn edits(&self, template: &Template, scope: &mut Option<Vec<String>>) -> Vec<Edit> {
+    pub(super) fn edits(&self, template: &Template, scope: &mut Option<Scope>) -> Vec<Edit> {
         match template.kind {
             TemplateKind::InsertStatement => self.insertions(template, scope),
             TemplateKind::DeleteStatement => {
                 let whole = self.statements.contains(&(0, self.leaves.len()));
-                let matched = whole && self.match_at(&template.before, 0).is_some_and(|m| m.span.end == self.leaves.len());
+                let matched = whole && self.matches_at(&template.before, 0).iter().any(|m| m.span.end == self.leaves.len());
                 if matched { vec![Edit::deletion(self.line.clone())] } else { Vec::new() }
             }
             TemplateKind::Expression | TemplateKind::Statement => self.rewrites(template, scope),
         }
     }
 
-    fn rewrites(&self, template: &Template, scope: &mut Option<Vec<String>>) -> Vec<Edit> {
+    fn rewrites(&self, template: &Template, scope: &mut Option<Scope>) -> Vec<Edit> {
         let mut out = Vec::new();
-        for start in 0..self.leaves.len() {
-            let Some(m) = self.match_at(&template.before, start) else { continue };
+        for m in (0..self.leaves.len()).flat_map(|start| self.matches_at(&template.before, start)) {
             let is_node = match template.kind {
                 TemplateKind::Statement => self.statements.contains(&(m.span.start, m.span.end)),
                 _ => self.expr_ends[m.span.start].iter().any(|(end, _)| *end == m.span.end),
@@ -118,19 +133,23 @@ impl<'p> LineView<'p> {
                 continue;
             }
             let range = self.leaves[m.span.start].range.start..self.leaves[m.span.end - 1].range.end;
+            let wrap = template.kind == TemplateKind::Expression
+                && has_operator(&template.after)
+                && !self.stands_alone(&[], 0, &m.span);
             for code in self.instances(template, &m, scope) {
-                out.push(Edit::replacement(range.clone(), code));
+                out.push(Edit::replacement(range.clone(), if wrap { format!("({code})") } else { code }));
             }
         }
         out
     }
 
     /// The statement inserted before the line and, after a one-line simple statement, after it.
-    fn insertions(&self, template: &Template, scope: &mut Option<Vec<String>>) -> Vec<Edit> {
+    fn insertions(&self, template: &Template, scope: &mut Option<Scope>) -> Vec<Edit> {
         let text = self.parsed.text();
         let indent_end = self.leaves[0].range.start;
         let indent = &text[self.line.start..indent_end];
-        if !self.starts_statement || !indent.chars().all(char::is_whitespace) {
+        let in_function = enclosing_function(self.anchor).is_some();
+        if !self.starts_statement || !in_function || !indent.chars().all(char::is_whitespace) {
             return Vec::new();
         }
         let empty = Match { span: 0..0, bound: Vec::new() };
@@ -147,14 +166,23 @@ impl<'p> LineView<'p> {
         out
     }
 
-    /// The fixed side's code for a match, once per choice of names in scope for its new holes.
-    fn instances(&self, template: &Template, m: &Match, scope: &mut Option<Vec<String>>) -> Vec<String> {
+    /// The fixed side's code for a match, once per choice of names in scope for its new holes:
+    /// the enclosing function's names, and also the module's for the object of an attribute.
+    fn instances(&self, template: &Template, m: &Match, scope: &mut Option<Scope>) -> Vec<String> {
         let new_names = template.new_names();
         let choices: Vec<Vec<&str>> = if new_names.is_empty() {
             vec![Vec::new()]
         } else {
-            let names = scope.get_or_insert_with(|| self.scope_names());
-            name_choices(names, new_names.len())
+            let scope = scope.get_or_insert_with(|| self.scope());
+            let candidates: Vec<&[String]> = new_names
+                .iter()
+                .map(|n| {
+                    let at = template.after.iter().position(|p| *p == Piece::Name(*n)).unwrap_or(0);
+                    let attribute_object = template.after.get(at + 1).is_some_and(|p| *p == Piece::Text(".".into()));
+                    if attribute_object { scope.all.as_slice() } else { scope.function.as_slice() }
+                })
+                .collect();
+            name_choices(&candidates)
         };
         choices.into_iter().map(|chosen| self.instantiate(&template.after, m, &new_names, &chosen)).collect()
     }
@@ -188,58 +216,63 @@ impl<'p> LineView<'p> {
             Some(piece) => Some(piece.to_string()),
             None => self.text_at(matched.end).map(String::from),
         };
-        left.as_deref().is_none_or(|t| matches!(t, "(" | "[" | "{" | "," | "=" | "return" | ":"))
-            && right.as_deref().is_none_or(|t| matches!(t, ")" | "]" | "}" | "," | ":"))
+        let opens = |t: &str| matches!(t, "(" | "[" | "{" | "," | "=" | ":" | "return" | "yield" | "if" | "elif" | "while" | "assert");
+        left.as_deref().is_none_or(opens) && right.as_deref().is_none_or(|t| matches!(t, ")" | "]" | "}" | "," | ":"))
     }
 
     fn is_operator(&self, span: &Range<usize>) -> bool {
         self.expr_ends[span.start].iter().any(|&(end, op)| end == span.end && op)
     }
 
-    /// Parameters and locals of the enclosing function, then the module's names; none at
-    /// module level.
-    fn scope_names(&self) -> Vec<String> {
-        let Some(function) = enclosing_function(self.anchor) else { return Vec::new() };
-        let mut names: Vec<String> = scope_names(self.parsed, function).into_iter().collect();
+    /// Parameters and locals of the enclosing function, and those followed by the module's
+    /// names; none at module level.
+    pub(super) fn scope(&self) -> Scope {
+        let Some(function) = enclosing_function(self.anchor) else { return Scope::default() };
+        let function: Vec<String> = scope_names(self.parsed, function).into_iter().collect();
+        let mut all = function.clone();
         for name in module_names(self.parsed) {
-            if !names.contains(&name) {
-                names.push(name);
+            if !all.contains(&name) {
+                all.push(name);
             }
         }
-        names
+        Scope { function, all }
     }
 
-    /// Match `pattern` against the tokens from `start` on.
-    fn match_at(&self, pattern: &[Piece], start: usize) -> Option<Match> {
-        let mut bound = Vec::new();
-        let end = self.match_from(pattern, start, &mut bound)?;
-        Some(Match { span: start..end, bound })
+    /// Every way `pattern` matches the tokens from `start` on.
+    fn matches_at(&self, pattern: &[Piece], start: usize) -> Vec<Match> {
+        let mut found = Vec::new();
+        self.match_from(pattern, start, &mut Vec::new(), &mut |end, bound| {
+            found.push(Match { span: start..end, bound: bound.to_vec() });
+        });
+        found
     }
 
-    fn match_from(&self, pattern: &[Piece], at: usize, bound: &mut Vec<(Piece, Range<usize>)>) -> Option<usize> {
-        let Some((piece, rest)) = pattern.split_first() else { return Some(at) };
+    /// Match `pattern` from token `at` with the holes `bound` so far; call `found` with the end
+    /// and the bindings of each complete match.
+    fn match_from(&self, pattern: &[Piece], at: usize, bound: &mut Vec<(Piece, Range<usize>)>, found: &mut impl FnMut(usize, &[(Piece, Range<usize>)])) {
+        let Some((piece, rest)) = pattern.split_first() else { return found(at, bound) };
         let leaf = self.leaves.get(at);
         let ends: Vec<usize> = match piece {
-            Piece::Text(text) => return (self.text_at(at) == Some(text.as_str())).then(|| self.match_from(rest, at + 1, bound)).flatten(),
+            Piece::Text(text) => (self.text_at(at) == Some(text.as_str())).then_some(at + 1).into_iter().collect(),
             Piece::Name(_) => leaf.filter(|l| l.kind == LeafKind::Name).map(|_| at + 1).into_iter().collect(),
             Piece::Str(_) => leaf.filter(|l| l.kind == LeafKind::Str).map(|_| at + 1).into_iter().collect(),
             Piece::Expr(_) => self.expr_ends.get(at).map(|e| e.iter().map(|(end, _)| *end).collect()).unwrap_or_default(),
         };
         for end in ends {
-            let previous = bound.iter().find(|(p, _)| p == piece).map(|(_, span)| span.clone());
-            match previous {
-                Some(span) if self.source(&span) != self.source(&(at..end)) => continue,
-                Some(_) => {}
-                None => bound.push((piece.clone(), at..end)),
+            if !piece.is_hole() {
+                self.match_from(rest, end, bound, found);
+                continue;
             }
-            if let Some(done) = self.match_from(rest, end, bound) {
-                return Some(done);
-            }
-            if previous.is_none() {
-                bound.pop();
+            match bound.iter().find(|(p, _)| p == piece).map(|(_, span)| span.clone()) {
+                Some(span) if self.source(&span) != self.source(&(at..end)) => {}
+                Some(_) => self.match_from(rest, end, bound, found),
+                None => {
+                    bound.push((piece.clone(), at..end));
+                    self.match_from(rest, end, bound, found);
+                    bound.pop();
+                }
             }
         }
-        None
     }
 
     fn text_at(&self, i: usize) -> Option<&str> {
@@ -247,47 +280,66 @@ impl<'p> LineView<'p> {
     }
 }
 
-/// Names a module binds at its top level: imports, assignments, functions and classes.
+/// Whether a node held by `parent` under `field` names something rather than computing a
+/// value (definitions, parameters, assignment targets, attribute and keyword names), so that no
+/// template may rewrite it.
+fn is_not_a_value(parent: &str, field: Option<&str>) -> bool {
+    matches!(
+        (parent, field),
+        ("function_definition" | "class_definition" | "keyword_argument" | "default_parameter" | "typed_default_parameter", Some("name"))
+            | ("attribute", Some("attribute"))
+            | ("assignment" | "augmented_assignment" | "for_statement" | "for_in_clause", Some("left"))
+            | ("typed_parameter", None)
+            | (
+                "parameters" | "lambda_parameters" | "list_splat_pattern" | "dictionary_splat_pattern" | "pattern_list"
+                    | "tuple_pattern" | "list_pattern" | "global_statement" | "nonlocal_statement" | "dotted_name"
+                    | "aliased_import" | "as_pattern_target",
+                _
+            )
+    )
+}
+
+/// Modules the file imports at its top level (`import a.b` binds `a`, `import m as n` binds `n`).
 fn module_names(parsed: &Parsed) -> Vec<String> {
-    let mut names = Vec::new();
     let root = parsed.root();
     let mut cursor = root.walk();
-    for statement in root.named_children(&mut cursor) {
-        let node = crate::python::unwrap_decorated(statement).map_or(statement, |(def, _)| def);
-        let bound: Vec<Node<'_>> = match node.kind() {
-            "function_definition" | "class_definition" => node.child_by_field_name("name").into_iter().collect(),
-            "import_statement" | "import_from_statement" => imported(node),
-            "expression_statement" => node
-                .named_child(0)
-                .filter(|a| a.kind() == "assignment")
-                .and_then(|a| a.child_by_field_name("left"))
-                .filter(|l| l.kind() == "identifier")
-                .into_iter()
-                .collect(),
-            _ => Vec::new(),
-        };
-        names.extend(bound.into_iter().map(|n| parsed.node_text(n).to_string()));
+    let imports: Vec<Node<'_>> = root.named_children(&mut cursor).filter(|n| n.kind() == "import_statement").collect();
+    let mut names = Vec::new();
+    for import in imports {
+        let mut cursor = import.walk();
+        let bound = import.children_by_field_name("name", &mut cursor).filter_map(|name| match name.kind() {
+            "aliased_import" => name.child_by_field_name("alias"),
+            _ => name.named_child(0),
+        });
+        names.extend(bound.map(|n| parsed.node_text(n).to_string()));
     }
     names
 }
 
-/// The identifiers an import binds (`import a.b` binds `a`, `from m import x as y` binds `y`).
-fn imported(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut cursor = node.walk();
-    node.children_by_field_name("name", &mut cursor)
-        .filter_map(|name| match name.kind() {
-            "aliased_import" => name.child_by_field_name("alias"),
-            "dotted_name" if node.kind() == "import_statement" => name.named_child(0),
-            "dotted_name" => name.named_child(name.named_child_count().saturating_sub(1)),
-            _ => None,
-        })
-        .collect()
+/// Whether a pattern has an operator outside brackets, so that code made from it may need
+/// parentheses where it replaces an operand.
+fn has_operator(pattern: &[Piece]) -> bool {
+    let mut depth = 0usize;
+    pattern.iter().any(|piece| {
+        let Piece::Text(text) = piece else { return false };
+        match text.as_str() {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        let word = text.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '"' || c == '\'');
+        depth == 0 && !matches!(text.as_str(), "." | "(" | "[" | "{" | ")" | "]" | "}") && (!word || is_operator_word(text))
+    })
 }
 
-/// Up to [`MAX_INSTANCES`] ways to pick `count` names (with repetition) from `names`.
-fn name_choices(names: &[String], count: usize) -> Vec<Vec<&str>> {
+fn is_operator_word(text: &str) -> bool {
+    matches!(text, "and" | "or" | "not" | "is" | "in" | "if" | "else" | "lambda" | "await")
+}
+
+/// Up to [`MAX_INSTANCES`] ways to pick one name for each hole from its candidates.
+fn name_choices<'n>(candidates: &[&'n [String]]) -> Vec<Vec<&'n str>> {
     let mut choices: Vec<Vec<&str>> = vec![Vec::new()];
-    for _ in 0..count {
+    for names in candidates {
         choices = choices
             .into_iter()
             .flat_map(|c| names.iter().map(move |n| [c.clone(), vec![n.as_str()]].concat()))

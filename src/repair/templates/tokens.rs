@@ -177,6 +177,7 @@ pub(super) fn is_fragment(kind: &str) -> bool {
             | "format_specifier"
             | "type"
             | "chevron"
+            | "decorator"
             | "else_clause"
             | "elif_clause"
             | "except_clause"
