@@ -470,3 +470,22 @@ fn name_error_behind_handlers_is_localized_to_its_raising_line_and_fixed() {
     assert!(diff.contains("+    return sum(xs) / len(xs) if xs else default\n"), "{diff}");
     apply_and_test(dir.path(), diff);
 }
+
+#[test]
+fn a_bug_only_a_learned_template_fixes_is_fixed_with_templates_and_not_without() {
+    // `map` returns an iterator where callers expect a list: no operator wraps in `list`, the
+    // template `$E0` → `list($E0)`, learned from real fix commits, does.
+    let files = [
+        ("names.py", "def shout(names):\n    \"\"\"The names in upper case.\"\"\"\n    return map(str.upper, names)\n"),
+        ("test_names.py", "from names import shout\n\ndef test_shout():\n    assert shout(['a', 'b']) == ['A', 'B']\n\ndef test_empty():\n    assert len(list(shout([]))) == 0\n"),
+    ];
+    let without = project(&files);
+    let out = fix(without.path(), &["--lm", "none", "--templates", "none", "--timeout", "20s"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let with = project(&files);
+    let out = fix(with.path(), &["--lm", "none", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["patch"]["source"], "template", "{report}");
+    assert!(report["patch"]["diff"].as_str().unwrap().contains("+    return list(map(str.upper, names))"), "{report}");
+}
