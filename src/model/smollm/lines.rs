@@ -199,34 +199,3 @@ mod tests {
         assert!(stopped.iter().all(|l| l.tokens == 0 && !l.complete));
     }
 }
-#[cfg(test)]
-mod timing {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn timing() {
-        let lm = SmolLm::load(&crate::model::smollm::find_gguf().unwrap(), &Device::Cpu).unwrap();
-        let t = std::time::Instant::now();
-        let prefix = lm.prefix("def area(width, height):\n    \"\"\"Area of a rectangle.\"\"\"\n    return").unwrap();
-        eprintln!("prefix {:?}", t.elapsed());
-        for n in [1usize, 2, 8] {
-            let mut model = prefix.model.clone();
-            let x = Tensor::from_vec(vec![1u32; n], (n, 1), &Device::Cpu).unwrap();
-            let t = std::time::Instant::now();
-            let out = model.forward(&x, prefix.pos).unwrap();
-            eprintln!("forward n={n} {:?}", t.elapsed());
-            let x = Tensor::from_vec(vec![1u32; n], (n, 1), &Device::Cpu).unwrap();
-            let t = std::time::Instant::now();
-            let _ = model.forward(&x, prefix.pos + 1).unwrap();
-            eprintln!("forward2 n={n} {:?}", t.elapsed());
-            let t = std::time::Instant::now();
-            let v = out.to_dtype(DType::F32).unwrap().get(0).unwrap().to_vec1::<f32>().unwrap();
-            let _ = log_softmax_at(&v, 3);
-            eprintln!("lsm {:?}", t.elapsed());
-            let t = std::time::Instant::now();
-            let mut p = LogitsProcessor::from_sampling(1, Sampling::TopP { p: 0.95, temperature: 0.8 });
-            let _ = p.sample(&Tensor::new(v.as_slice(), &Device::Cpu).unwrap()).unwrap();
-            eprintln!("sample {:?}", t.elapsed());
-        }
-    }
-}
