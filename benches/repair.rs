@@ -104,6 +104,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
             repo,
             timeout,
             selectors: Vec::new(),
+            tests_only: false,
             python: None,
             jobs: workers,
             baseline_test_timeout: Duration::from_secs(10),

@@ -514,3 +514,21 @@ fn a_bug_only_the_language_model_fixes_is_fixed_when_smollm2_is_installed() {
     assert!(report["patch"]["diff"].as_str().unwrap().contains(".lower()"), "{report}");
     assert!(report["language_model"]["sampled_tokens"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn tests_names_the_failures_to_fix_and_the_rest_of_the_suite_guards_against_regressions() {
+    let dir = project(&[
+        ("age.py", "def is_adult(age):\n    return age > 18\n"),
+        ("test_a.py", "from age import is_adult\n\ndef test_eighteen():\n    assert is_adult(18)\n"),
+        ("test_b.py", "from age import is_adult\n\ndef test_seventeen():\n    assert not is_adult(17)\n\ndef test_thirty():\n    assert is_adult(30)\n"),
+        ("test_c.py", "def test_unrelated_failure():\n    assert 1 == 2\n"),
+    ]);
+    let out = fix(dir.path(), &["--tests", "test_a.py", "--json", "--apply", "--lm", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The whole suite ran in the baseline; only the selected failure is to be fixed, and the
+    // unrelated failure outside the selection does not block confirmation.
+    assert_eq!(report["baseline"]["tests"], 4);
+    let check = Command::new("python3").args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "test_b.py"]).current_dir(dir.path()).output().unwrap();
+    assert!(check.status.success(), "the applied patch breaks a test that passed: {}", stdout(&check));
+}

@@ -91,6 +91,7 @@ fn options(repo: PathBuf, config: Config, timeout: Duration, workers: usize, ran
         repo,
         timeout,
         selectors: Vec::new(),
+        tests_only: false,
         python: None,
         jobs: workers,
         baseline_test_timeout: Duration::from_secs(10),

@@ -23,9 +23,14 @@ pub struct FixArgs {
     /// Wall-clock budget for the whole run (e.g. 60s, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     timeout: Duration,
-    /// pytest selectors (paths or node ids) to run instead of the whole suite; repeatable.
+    /// pytest selectors (paths or node ids) naming the failing tests to fix; repeatable. The
+    /// rest of the suite still runs to guard against regressions (see --tests-only).
     #[arg(long = "tests", value_name = "SELECTOR")]
     tests: Vec<String>,
+    /// Run only the --tests selection, baseline and validation alike. Unsafe: the reported
+    /// patch may break tests outside the selection.
+    #[arg(long, requires = "tests")]
+    tests_only: bool,
     /// Python interpreter with pytest (default: the project's .venv, else python3).
     #[arg(long)]
     python: Option<PathBuf>,
@@ -196,6 +201,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         repo: args.repo.clone(),
         timeout: args.timeout,
         selectors: args.tests.clone(),
+        tests_only: args.tests_only,
         python: args.python.clone(),
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         baseline_test_timeout: args.test_timeout,

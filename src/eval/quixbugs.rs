@@ -291,6 +291,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         repo: scratch.path().to_path_buf(),
         timeout: options.timeout,
         selectors: vec![format!("{TESTS}/test_{name}.py")],
+        tests_only: true,
         python: Some(python.clone()),
         jobs: options.workers.max(1),
         baseline_test_timeout: options.test_timeout,

@@ -24,8 +24,13 @@ pub struct FixOptions {
     pub repo: PathBuf,
     /// Wall-clock budget for the whole run, baseline included.
     pub timeout: Duration,
-    /// pytest selectors (paths, node ids); empty = whole suite.
+    /// pytest selectors (paths, node ids) naming the failing tests to fix; empty = every
+    /// failing test. The rest of the suite still guards against regressions, unless
+    /// `tests_only`.
     pub selectors: Vec<String>,
+    /// Run only the selected tests, baseline and validation alike (`--tests-only`; unsafe: a
+    /// patch may break tests outside the selection).
+    pub tests_only: bool,
     /// Interpreter; default: the project's virtualenv, else `python3`.
     pub python: Option<PathBuf>,
     pub jobs: usize,
@@ -237,18 +242,19 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     // The validation engines start now: their fork servers import pytest and collect the
     // suite while the baseline runs, and the whole search reuses them.
     let pool = match options.engine {
-        EngineChoice::Fork => lab::Pool::start(&pytest, project.root(), &options.selectors, options.jobs)?,
+        EngineChoice::Fork => lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs)?,
         EngineChoice::Subprocess => lab::Pool::default(),
     };
     on_event(FixEvent::BaselineStarted);
     let baseline = run_baseline(options, &pytest, &project)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
+    outcome.failing.retain(|id| options.tests_only || selected(id, &options.selectors));
     outcome.ranking = ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() });
     if outcome.failing.is_empty() {
         outcome.elapsed = start.elapsed();
         return Ok(outcome);
     }
-    outcome.localization = localize(&project, &outcome.baseline);
+    outcome.localization = localize(&project, &outcome.without_unselected_failures());
     let budget = Budget::new(start, options.timeout, &outcome.baseline);
     let (sources, lm_stats) = sources(options, &project, &outcome.localization, sampler);
     let search = Mutex::new(Search::new(&project, sources, budget.late_at));
@@ -299,7 +305,7 @@ fn load_ranker(options: &FixOptions, warnings: &mut Vec<String>) -> Result<Optio
 fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &Project) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let baseline = pytest.run(&RunSpec {
-        selectors: &options.selectors,
+        selectors: options.run_selectors(),
         ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, options.timeout)
     })?;
     if baseline.exit.is_timeout() {
@@ -377,7 +383,7 @@ const SINGLE_EDIT_SHARE: f64 = 0.55;
 fn lab_config<'a>(options: &'a FixOptions, project: &'a Project, outcome: &'a FixOutcome, deadline: Instant) -> LabConfig<'a> {
     LabConfig {
         root: project.root(),
-        selectors: &options.selectors,
+        selectors: options.run_selectors(),
         failing: outcome.failing.clone(),
         passing: outcome.baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect(),
         total_tests: outcome.baseline.tests.len(),
@@ -388,6 +394,25 @@ fn lab_config<'a>(options: &'a FixOptions, project: &'a Project, outcome: &'a Fi
         engine: options.engine,
         baseline: &outcome.baseline,
     }
+}
+
+impl FixOptions {
+    /// The selectors every test run uses: the user's with `--tests-only`, else the whole suite.
+    fn run_selectors(&self) -> &[String] {
+        if self.tests_only { &self.selectors } else { &[] }
+    }
+}
+
+/// Whether pytest node id `nodeid` falls under one of `selectors` (a node id, a node id
+/// prefix of parametrized cases, a file or a directory); every test when there are none.
+#[must_use]
+pub fn selected(nodeid: &str, selectors: &[String]) -> bool {
+    selectors.is_empty()
+        || selectors.iter().any(|selector| {
+            let selector = selector.trim_start_matches("./").trim_end_matches('/');
+            nodeid == selector
+                || nodeid.strip_prefix(selector).is_some_and(|rest| rest.starts_with("::") || rest.starts_with('[') || rest.starts_with('/'))
+        })
 }
 
 /// Failing tests of the baseline; those that hung go last (the slowest to reject).
@@ -429,6 +454,13 @@ impl FixOutcome {
             baseline,
             ranking: None,
         }
+    }
+
+    /// The baseline without the failing tests outside the selection (what localization sees).
+    fn without_unselected_failures(&self) -> Session {
+        let mut view = self.baseline.clone();
+        view.tests.retain(|t| t.outcome.is_ok() || self.failing.contains(&t.nodeid));
+        view
     }
 
     fn finish(&mut self, project: &Project, search: &Search<'_>, best: Option<CandidateId>, end: SearchEnd, elapsed: Duration) {
@@ -634,4 +666,20 @@ fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<C
                 .then_with(|| a.id.cmp(&b.id))
         })
         .map(|c| c.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selected;
+
+    #[test]
+    fn selectors_match_node_ids_their_parametrized_cases_files_and_directories() {
+        let sel = |s: &[&str]| s.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert!(selected("tests/test_a.py::test_x", &[]));
+        assert!(selected("tests/test_a.py::test_x", &sel(&["tests/test_a.py"])));
+        assert!(selected("tests/test_a.py::test_x[1-2]", &sel(&["tests/test_a.py::test_x"])));
+        assert!(selected("tests/unit/test_a.py::test_x", &sel(&["./tests/"])));
+        assert!(!selected("tests/test_ab.py::test_x", &sel(&["tests/test_a"])));
+        assert!(!selected("tests/test_a.py::test_xy", &sel(&["tests/test_a.py::test_x"])));
+    }
 }

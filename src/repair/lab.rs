@@ -458,7 +458,8 @@ pub fn confirm(
         if session.exit.is_timeout() {
             return Ok(CandidateOutcome::Timeout);
         }
-        let failing: Vec<String> = session.failing().map(|t| t.nodeid.clone()).collect();
+        // Tests that failed before and were not selected for fixing are not judged.
+        let failing: Vec<String> = session.failing().filter(|t| expected.contains(&t.nodeid)).map(|t| t.nodeid.clone()).collect();
         let ran: BTreeSet<&String> = session.tests.iter().map(|t| &t.nodeid).collect();
         let missing = expected.iter().any(|id| !ran.contains(*id));
         if !failing.is_empty() || missing || !session.collect_errors.is_empty() {
@@ -686,7 +687,9 @@ impl<'a> Worker<'a> {
             let reason = session.collect_errors[0].message.lines().last().unwrap_or_default().to_string();
             return Some(CandidateOutcome::Unviable { reason });
         }
-        let bad: Vec<String> = session.failing().map(|t| t.nodeid.clone()).collect();
+        // Tests that already failed in the baseline outside the selection are not judged.
+        let judged = |id: &String| self.config.passing.contains(id) || self.config.failing.contains(id);
+        let bad: Vec<String> = session.failing().map(|t| t.nodeid.clone()).filter(judged).collect();
         if !bad.is_empty() {
             return Some(if originally_failing || bad.iter().all(|b| self.config.failing.contains(b)) {
                 let fixed = session
