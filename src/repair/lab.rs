@@ -356,6 +356,9 @@ pub fn run_feed(
     Ok(shared.results.into_inner().expect("results lock"))
 }
 
+/// A worker takes a waiting lenient recheck after this many candidates.
+const RECHECK_EVERY: usize = 16;
+
 /// What the workers of one [`run_feed`] share.
 struct Shared<'f> {
     feed: &'f dyn Feed,
@@ -372,19 +375,35 @@ struct Shared<'f> {
 impl Shared<'_> {
     /// One worker's loop: take, validate, record, until stopped, past the deadline or done.
     fn work(&self, worker: &mut Worker<'_>, config: &LabConfig<'_>, on_event: &(dyn Fn(LabEvent) + Sync)) {
+        let mut fresh = 0usize;
         loop {
             if self.stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
                 return;
             }
-            let (candidate, lenient) = match self.feed.next() {
-                Next::Candidate(c) => (c, false),
-                Next::Wait => {
-                    std::thread::sleep(super::search::WAIT);
-                    continue;
+            // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
+            let due = fresh > 0 && fresh % RECHECK_EVERY == 0;
+            let recheck = if due { self.recheck.lock().expect("recheck lock").pop_front() } else { None };
+            let (candidate, lenient) = match recheck {
+                Some(c) => {
+                    fresh += 1;
+                    (c, true)
                 }
-                Next::Done => match self.recheck.lock().expect("recheck lock").pop_front() {
-                    Some(c) => (c, true),
-                    None => return,
+                None => match self.feed.next() {
+                    Next::Candidate(c) => {
+                        fresh += 1;
+                        (c, false)
+                    }
+                    Next::Wait => match self.recheck.lock().expect("recheck lock").pop_front() {
+                        Some(c) => (c, true),
+                        None => {
+                            std::thread::sleep(super::search::WAIT);
+                            continue;
+                        }
+                    },
+                    Next::Done => match self.recheck.lock().expect("recheck lock").pop_front() {
+                        Some(c) => (c, true),
+                        None => return,
+                    },
                 },
             };
             match worker.validate(&candidate, lenient) {
