@@ -381,7 +381,7 @@ impl Shared<'_> {
                 return;
             }
             // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
-            let due = fresh > 0 && fresh % RECHECK_EVERY == 0;
+            let due = fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY);
             let recheck = if due { self.recheck.lock().expect("recheck lock").pop_front() } else { None };
             let (candidate, lenient) = match recheck {
                 Some(c) => {
