@@ -13,7 +13,7 @@ use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -268,8 +268,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     };
     outcome.ranking = run.ranking;
     outcome.warnings.extend(run.notes);
-    outcome.validated = settle_results(run.results, &search);
     let search = search.into_inner().expect("search lock");
+    outcome.validated = search.validated();
     outcome.lm = lm_stats.map(|stats| stats.lock().expect("cloze stats").clone());
     if let Some(err) = outcome.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
         outcome.warnings.push(format!("language-model candidates stopped: {err}"));
@@ -422,19 +422,6 @@ fn failing_tests(baseline: &Session) -> Vec<String> {
     failing.into_iter().map(|t| t.nodeid.clone()).collect()
 }
 
-/// The last result per candidate (confirmation verdicts included), by id.
-fn settle_results(results: Vec<Validated>, search: &Mutex<Search<'_>>) -> Vec<Validated> {
-    let search = search.lock().expect("search lock");
-    let mut by_id: BTreeMap<CandidateId, Validated> = BTreeMap::new();
-    for mut v in results {
-        if let Some(outcome) = search.outcome(v.candidate_id) {
-            v.outcome = outcome.clone();
-        }
-        by_id.insert(v.candidate_id, v);
-    }
-    by_id.into_values().collect()
-}
-
 impl FixOutcome {
     fn new(python: PathBuf, baseline: Session, baseline_elapsed: Duration, warnings: Vec<String>) -> FixOutcome {
         FixOutcome {
@@ -488,7 +475,6 @@ struct SearchRun<'r, 'p> {
     ranker: Option<Ranker>,
     ranking: Option<Ranking>,
     notes: Mutex<Vec<String>>,
-    results: Vec<Validated>,
     /// The whole run's deadline (confirmation included).
     deadline: Instant,
 }
@@ -497,7 +483,6 @@ struct SearchRun<'r, 'p> {
 struct RunResults {
     ranking: Option<Ranking>,
     notes: Vec<String>,
-    results: Vec<Validated>,
 }
 
 impl<'r, 'p> SearchRun<'r, 'p> {
@@ -509,11 +494,11 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         (ranker, ranking): (Option<Ranker>, Option<Ranking>),
         deadline: Instant,
     ) -> Self {
-        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes: Mutex::new(Vec::new()), results: Vec::new(), deadline }
+        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes: Mutex::new(Vec::new()), deadline }
     }
 
     fn finish(self) -> RunResults {
-        RunResults { ranking: self.ranking, notes: self.notes.into_inner().expect("notes lock"), results: self.results }
+        RunResults { ranking: self.ranking, notes: self.notes.into_inner().expect("notes lock") }
     }
 
     /// Validate until a plausible patch survives confirmation by fresh full-suite runs, the
@@ -550,9 +535,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             LabEvent::Note(note) => push_note(notes, note),
         };
         let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward)?;
-        let found = round.iter().filter(|v| v.outcome.is_plausible()).count();
-        self.results.extend(round);
-        Ok(found)
+        Ok(round.iter().filter(|v| v.outcome.is_plausible()).count())
     }
 
     fn plausible(&self) -> Vec<CandidateId> {

@@ -76,8 +76,8 @@ pub struct View<'s> {
     pub project: &'s Project,
     /// Every admitted candidate, indexed by id.
     pub candidates: &'s [Arc<Candidate>],
-    /// Validation outcome per candidate id (`None`: not validated yet).
-    pub outcomes: &'s [Option<CandidateOutcome>],
+    /// Validation result per candidate id (`None`: not validated yet).
+    pub results: &'s [Option<Validated>],
     /// Ids in the order their first result was recorded (sources keep their own cursor).
     pub recorded: &'s [CandidateId],
     /// Every source of single edits has nothing more to offer.
@@ -143,7 +143,8 @@ const FAILURE_DECAY: f64 = 0.02;
 pub struct Search<'p> {
     project: &'p Project,
     candidates: Vec<Arc<Candidate>>,
-    outcomes: Vec<Option<CandidateOutcome>>,
+    /// The last validation result per candidate id (confirmation verdicts included).
+    results: Vec<Option<Validated>>,
     recorded: Vec<CandidateId>,
     /// Lane index per candidate id.
     lane_of: Vec<usize>,
@@ -166,7 +167,7 @@ impl<'p> Search<'p> {
         Search {
             project,
             candidates: Vec::new(),
-            outcomes: Vec::new(),
+            results: Vec::new(),
             recorded: Vec::new(),
             lane_of: Vec::new(),
             seen: HashSet::new(),
@@ -189,7 +190,7 @@ impl<'p> Search<'p> {
 
     #[must_use]
     pub fn outcome(&self, id: CandidateId) -> Option<&CandidateOutcome> {
-        self.outcomes.get(id.0).and_then(Option::as_ref)
+        self.results.get(id.0).and_then(Option::as_ref).map(|v| &v.outcome)
     }
 
     /// Per-source statistics, in source order.
@@ -217,7 +218,7 @@ impl<'p> Search<'p> {
     /// Record a validation result (a later result for the same candidate replaces it).
     pub fn record(&mut self, validated: &Validated) {
         let id = validated.candidate_id;
-        let first = self.outcomes[id.0].is_none();
+        let first = self.results[id.0].is_none();
         if first {
             self.in_flight = self.in_flight.saturating_sub(1);
             self.recorded.push(id);
@@ -229,21 +230,26 @@ impl<'p> Search<'p> {
             stats.partial += usize::from(validated.outcome.is_partial_fix());
         }
         stats.validation_seconds += validated.elapsed.as_secs_f64();
-        self.outcomes[id.0] = Some(validated.outcome.clone());
+        self.results[id.0] = Some(validated.clone());
     }
 
     /// Overwrite an outcome (a plausible patch that failed confirmation).
     pub fn set_outcome(&mut self, id: CandidateId, outcome: CandidateOutcome) {
-        self.outcomes[id.0] = Some(outcome);
+        if let Some(validated) = &mut self.results[id.0] {
+            validated.outcome = outcome;
+        }
     }
 
     /// Ids of the plausible candidates.
     #[must_use]
     pub fn plausible(&self) -> Vec<CandidateId> {
-        (0..self.outcomes.len())
-            .filter(|&i| self.outcomes[i].as_ref().is_some_and(CandidateOutcome::is_plausible))
-            .map(CandidateId)
-            .collect()
+        self.results.iter().flatten().filter(|v| v.outcome.is_plausible()).map(|v| v.candidate_id).collect()
+    }
+
+    /// Every validation result, by candidate id.
+    #[must_use]
+    pub fn validated(&self) -> Vec<Validated> {
+        self.results.iter().flatten().cloned().collect()
     }
 
     /// With nothing waiting and nothing in flight: a source of single edits that is not
@@ -296,7 +302,7 @@ impl<'p> Search<'p> {
         let view = View {
             project: self.project,
             candidates: &self.candidates,
-            outcomes: &self.outcomes,
+            results: &self.results,
             recorded: &self.recorded,
             singles_exhausted: self.singles_exhausted(),
             late: Instant::now() >= self.late_at,
@@ -333,7 +339,7 @@ impl<'p> Search<'p> {
         let id = CandidateId(self.candidates.len());
         let score = proposal.score;
         self.candidates.push(Arc::new(candidate::admitted(id, proposal, checked)));
-        self.outcomes.push(None);
+        self.results.push(None);
         self.lane_of.push(lane);
         self.lanes[lane].waiting.push(Waiting { score, id });
     }

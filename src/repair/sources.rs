@@ -182,7 +182,7 @@ impl CandidateSource for CombinationSource {
         let mut seeds: Vec<&Candidate> = Vec::new();
         for id in &view.recorded[self.cursor..] {
             let seed = &view.candidates[id.0];
-            let partial = view.outcomes[id.0].as_ref().is_some_and(super::lab::CandidateOutcome::is_partial_fix);
+            let partial = view.results[id.0].as_ref().is_some_and(|v| v.outcome.is_partial_fix());
             if partial && seed.patch.edits().len() < MAX_EDITS && self.seeded.insert(*id) {
                 seeds.push(seed);
             }
