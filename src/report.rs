@@ -28,6 +28,8 @@ pub struct FixReport {
     pub tried: Vec<TriedReport>,
     pub warnings: Vec<String>,
     pub seconds: f64,
+    /// From the end of the baseline to the first validation result.
+    pub first_validation_seconds: Option<f64>,
     /// Only with `fix --rank smollm`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranking: Option<RankingReport>,
@@ -54,6 +56,8 @@ pub struct RankingReport {
     /// Ranking key: `ln(score) + likelihood_weight × gain_nats`.
     pub likelihood_weight: f64,
     pub scored: usize,
+    /// Plausible candidates left unscored: scoring them would have run past the search deadline.
+    pub out_of_time: usize,
     /// Time spent scoring (model calls only).
     pub seconds: f64,
     /// Plausible candidates (and those plausible in validation that failed confirmation), best first.
@@ -128,6 +132,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         model: ranking.model.display().to_string(),
         likelihood_weight: crate::repair::rank::LIKELIHOOD_WEIGHT,
         scored: ranking.stats.scored,
+        out_of_time: ranking.stats.out_of_time,
         seconds: ranking.stats.elapsed.as_secs_f64(),
         plausible,
     })
@@ -348,6 +353,7 @@ impl FixReport {
                 .collect(),
             warnings: outcome.warnings.clone(),
             seconds: outcome.elapsed.as_secs_f64(),
+            first_validation_seconds: outcome.first_validation.map(|d| d.as_secs_f64()),
             ranking: ranking_report(outcome),
         }
     }

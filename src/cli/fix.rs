@@ -256,6 +256,10 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             }
         }
         FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
+        FixEvent::Confirming { deadline } => {
+            let left = deadline.saturating_duration_since(std::time::Instant::now()).as_secs_f64();
+            bar.set_message(format!("confirming a plausible patch by fresh runs of the suite ({left:.0}s of the budget left)"));
+        }
     };
     let result = fix(&options, &on_event);
     bar.finish_and_clear();
@@ -267,7 +271,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 | FixError::Sandbox(_)
                 | FixError::Ranker(_)
                 | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
-                FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout(_) => {
+                FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout { .. } => {
                     ExitCode::BaselineBroken
                 }
                 FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))

@@ -38,6 +38,52 @@ pub fn functions(parsed: &Parsed) -> Vec<FunctionDef> {
     out
 }
 
+/// The outermost definition [`functions`] lists whose body holds bytes `start..end`, found by
+/// walking down the tree to that range only (cost follows the nesting, not the file).
+#[must_use]
+pub fn outermost_enclosing(parsed: &Parsed, start: usize, end: usize) -> Option<FunctionDef> {
+    let root = parsed.root();
+    let mut chain = Vec::new();
+    let mut node = root.descendant_for_byte_range(start, end);
+    while let Some(n) = node.filter(|n| n.id() != root.id()) {
+        chain.push(n);
+        node = n.parent();
+    }
+    let mut scope: Vec<String> = Vec::new();
+    let mut class = None;
+    for n in chain.into_iter().rev() {
+        match n.kind() {
+            "function_definition" => {
+                let name = parsed.node_text(n.child_by_field_name("name")?).to_string();
+                let body = n.child_by_field_name("body")?;
+                if !(body.start_byte() <= start && end <= body.end_byte()) {
+                    return None;
+                }
+                let outer = n.parent().filter(|p| p.kind() == "decorated_definition").unwrap_or(n);
+                scope.push(name.clone());
+                return Some(FunctionDef {
+                    name,
+                    qualname: scope.join("."),
+                    class,
+                    byte_range: outer.byte_range(),
+                    start_line: outer.start_position().row + 1,
+                    end_line: outer.end_position().row + 1,
+                    body_byte_range: body.byte_range(),
+                });
+            }
+            "class_definition" => {
+                let name = parsed.node_text(n.child_by_field_name("name")?).to_string();
+                scope.push(name.clone());
+                class = Some(name);
+            }
+            "decorated_definition" | "block" | "if_statement" | "try_statement" | "with_statement" | "else_clause"
+            | "elif_clause" | "except_clause" | "finally_clause" => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
 fn walk(
     parsed: &Parsed,
     node: Node<'_>,
@@ -95,6 +141,26 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_outermost_enclosing_definition_is_the_one_functions_lists() {
+        let src = "import os\n\nclass Shape:\n    @property\n    def area(self):\n        def inner():\n            return 1\n        return inner()\n\nfor i in []:\n    def hidden():\n        return i\n\ndef top(x):\n    return x\n";
+        let parsed = Parsed::new(src);
+        let listed = functions(&parsed);
+        let at = |s: &str| src.find(s).unwrap();
+        for needle in ["return 1", "return inner()", "return x"] {
+            let found = outermost_enclosing(&parsed, at(needle), at(needle) + needle.len()).unwrap();
+            let expected = listed
+                .iter()
+                .filter(|d| d.body_byte_range.start <= at(needle) && at(needle) + needle.len() <= d.body_byte_range.end)
+                .max_by_key(|d| d.byte_range.len())
+                .unwrap();
+            assert_eq!(&found, expected);
+        }
+        assert_eq!(outermost_enclosing(&parsed, at("return i\n"), at("return i\n") + 8), None, "not listed by functions()");
+        assert_eq!(outermost_enclosing(&parsed, at("import os"), at("import os") + 9), None);
+        assert_eq!(outermost_enclosing(&parsed, at("def top"), at("def top") + 3), None, "a header is not a body");
+    }
 
     #[test]
     fn methods_carry_their_class_and_qualified_name() {

@@ -35,6 +35,44 @@ impl Parsed {
     }
 }
 
+impl Parsed {
+    /// Parse the result of replacing each `(range, content)` of this file (ranges sorted and
+    /// disjoint, in this file's bytes), reusing the unchanged subtrees: unlike
+    /// [`Parsed::reparse`] no diff is needed, so the cost follows the size of the edits, not
+    /// of the file. `new_text` must be that result.
+    #[must_use]
+    pub fn with_edits(&self, edits: &[(std::ops::Range<usize>, &str)], new_text: String) -> Parsed {
+        let mut tree = self.tree.clone();
+        // Last edit first: the coordinates of the earlier ones stay those of this file.
+        for (range, content) in edits.iter().rev() {
+            let start_position = point_at(&self.text, range.start);
+            tree.edit(&InputEdit {
+                start_byte: range.start,
+                old_end_byte: range.end,
+                new_end_byte: range.start + content.len(),
+                start_position,
+                old_end_position: advance(start_position, &self.text[range.clone()]),
+                new_end_position: advance(start_position, content),
+            });
+        }
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_python::LANGUAGE.into())
+            .expect("tree-sitter-python grammar is compatible with the linked tree-sitter");
+        let tree = parser
+            .parse(&new_text, Some(&tree))
+            .expect("parser has a language and no timeout, so it always returns a tree");
+        Parsed { text: new_text, tree }
+    }
+}
+
+/// Row and byte column of byte `at` of `text`.
+fn point_at(text: &str, at: usize) -> Point {
+    let before = &text.as_bytes()[..at];
+    let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    Point { row: memchr::memchr_iter(b'\n', before).count(), column: at - line_start }
+}
+
 /// `old` with each edit's range replaced by the matching bytes of `new`, in order.
 fn splice(old: &str, edits: &[InputEdit], new: &str) -> String {
     let mut text = old.to_string();
@@ -111,6 +149,31 @@ mod tests {
         assert_eq!(reparsed.text(), new);
         assert_eq!(reparsed.root().to_sexp(), Parsed::new(new).root().to_sexp(), "old:\n{old}\nnew:\n{new}");
         assert_eq!(reparsed.root().end_position(), Parsed::new(new).root().end_position());
+    }
+
+    #[test]
+    fn exact_edits_give_the_tree_of_a_fresh_parse() {
+        let base = "import os\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self, x):\n        return x + 1\n";
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("x + 1", "x - 1")],
+            &[("return 1", "if x:\n            return 2\n        return 1"), ("x + 1", "(x + 1)")],
+            &[("import os\n", ""), ("class A:", "class A(object):  # é")],
+            &[("def f(self):", "def f(self:")],
+        ];
+        for case in cases {
+            let mut edits: Vec<(std::ops::Range<usize>, &str)> =
+                case.iter().map(|(from, to)| (base.find(from).unwrap()..base.find(from).unwrap() + from.len(), *to)).collect();
+            edits.sort_by_key(|(r, _)| r.start);
+            let mut new = base.to_string();
+            for (range, to) in edits.iter().rev() {
+                new.replace_range(range.clone(), to);
+            }
+            let edited = Parsed::new(base).with_edits(&edits, new.clone());
+            let fresh = Parsed::new(new.as_str());
+            assert_eq!(edited.root().to_sexp(), fresh.root().to_sexp(), "{new}");
+            assert_eq!(edited.is_valid(), fresh.is_valid());
+            assert_eq!(edited.root().end_position(), fresh.root().end_position());
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod normalize;
 mod skeleton_context;
 pub mod skeleton;
 
-pub use functions::{functions, FunctionDef};
+pub use functions::{functions, outermost_enclosing, FunctionDef};
 pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
 pub use line_skeleton::LineSkeleton;
 pub use skeleton_context::SkeletonContext;

@@ -108,21 +108,19 @@ fn line_start(text: &str, line: usize) -> usize {
 /// The [`Focus`] of `patch`, given the original file and the patched text.
 #[must_use]
 pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus> {
-    let new_defs = crate::python::functions(patched);
-    let old_defs = crate::python::functions(original);
     let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new(), statement_lines: (usize::MAX, 0) };
     let mut shift: isize = 0;
     for edit in patch.edits() {
-        let old = outermost(&old_defs, edit.range.start, edit.range.end)?;
+        let old = crate::python::outermost_enclosing(original, edit.range.start, edit.range.end)?;
         // Position of the edit in the patched text.
         let start = edit.range.start.checked_add_signed(shift)?;
         let end = start + edit.content.len();
         shift += edit.content.len() as isize - edit.range.len() as isize;
-        let new = outermost(&new_defs, start, end)?;
+        let new = crate::python::outermost_enclosing(patched, start, end)?;
         let entry = (new.qualname.clone(), new.start_line);
         if !focus.functions.contains(&entry) {
             focus.functions.push(entry);
-            let body_start = original.text()[..old.body_byte_range.start].matches('\n').count() + 1;
+            let body_start = memchr::memchr_iter(b'\n', &original.text().as_bytes()[..old.body_byte_range.start]).count() + 1;
             focus.original_body_lines.push((body_start, old.end_line));
             let (first, last) = module_statement_lines(patched, new.byte_range.start)?;
             focus.statement_lines = (focus.statement_lines.0.min(first), focus.statement_lines.1.max(last));
@@ -140,11 +138,6 @@ fn module_statement_lines(parsed: &Parsed, at: usize) -> Option<(usize, usize)> 
     Some((lines.first + 1, lines.last + 1))
 }
 
-fn outermost(defs: &[crate::python::FunctionDef], start: usize, end: usize) -> Option<&crate::python::FunctionDef> {
-    defs.iter()
-        .filter(|d| d.body_byte_range.start <= start && end <= d.body_byte_range.end)
-        .max_by_key(|d| d.byte_range.len())
-}
 
 /// Limits on candidate generation.
 #[derive(Debug, Clone, Copy)]
@@ -432,16 +425,41 @@ pub fn check_patch(
     patch: Patch,
     seen: &mut HashSet<(String, String)>,
 ) -> Result<Checked, Rejected> {
-    let patched_text = patch.apply(file.parsed.text());
-    let reparsed = Parsed::new(patched_text.as_str());
+    let original = file.parsed.text();
+    let patched_text = patch.apply(original);
+    let edits: Vec<(std::ops::Range<usize>, &str)> = patch.edits().iter().map(|e| (e.range.clone(), e.content.as_str())).collect();
+    let reparsed = file.parsed.with_edits(&edits, patched_text.clone());
     if !reparsed.is_valid() {
         return Err(Rejected::Unparseable);
     }
-    if !seen.insert((file.rel.clone(), normalize(&patched_text))) {
+    if !seen.insert((file.rel.clone(), dedupe_key(original, &patched_text, &patch))) {
         return Err(Rejected::Duplicate);
     }
     let focus = focus(&patch, &file.parsed, &reparsed);
     Ok(Checked { patch, patched_text, focus })
+}
+
+/// What identifies a patched file among the patches of one file, in time and space that
+/// follow the edits, not the file: the lines the edits touch, less the leading and trailing
+/// lines they leave as they were, located by their first line and normalized.
+fn dedupe_key(original: &str, patched: &str, patch: &Patch) -> String {
+    let (Some(first), Some(last)) = (patch.edits().first(), patch.edits().last()) else { return String::new() };
+    let start = original[..first.range.start].rfind('\n').map_or(0, |i| i + 1);
+    let end = original[last.range.end..].find('\n').map_or(original.len(), |i| last.range.end + i + 1);
+    let tail = original.len() - end;
+    let (old, new) = (&original[start..end], &patched[start..patched.len() - tail]);
+    let (mut old_lines, mut new_lines) = (old.split_inclusive('\n').collect::<Vec<_>>(), new.split_inclusive('\n').collect::<Vec<_>>());
+    let mut first_line = memchr::memchr_iter(b'\n', &original.as_bytes()[..start]).count();
+    while !old_lines.is_empty() && !new_lines.is_empty() && old_lines[0] == new_lines[0] {
+        old_lines.remove(0);
+        new_lines.remove(0);
+        first_line += 1;
+    }
+    while old_lines.last().is_some() && old_lines.last() == new_lines.last() {
+        old_lines.pop();
+        new_lines.pop();
+    }
+    format!("{first_line}:{}:{}", old_lines.len(), normalize(&new_lines.concat()))
 }
 
 /// Code with whitespace runs collapsed, so formatting-only differences dedupe.

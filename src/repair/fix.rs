@@ -2,7 +2,7 @@
 
 use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
-use super::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
 use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
@@ -114,8 +114,8 @@ pub enum FixError {
     CollectionErrors(Vec<CollectError>),
     #[error("pytest collected no tests{}", tail_hint(.0))]
     NoTests(String),
-    #[error("the baseline test run did not finish within {0:?}")]
-    BaselineTimeout(Duration),
+    #[error("the test suite alone did not finish within the budget ({}s of --timeout {}s were left for it): raise --timeout, or run fewer tests with --tests … --tests-only", .left.as_secs_f64().round(), .timeout.as_secs_f64().round())]
+    BaselineTimeout { timeout: Duration, left: Duration },
     #[error("patcher model: {0}")]
     Model(#[from] crate::model::ModelError),
     #[error("`{path}` is a {task} model; `fix --model` needs a patch model (`train --task patch`)", path = .0.display(), task = .1)]
@@ -182,6 +182,8 @@ pub struct FixOutcome {
     pub warnings: Vec<String>,
     pub elapsed: Duration,
     pub baseline_elapsed: Duration,
+    /// From the end of the baseline to the first validation result (`None`: none came).
+    pub first_validation: Option<Duration>,
     pub search_end: SearchEnd,
     /// What the language-model source did (`None`: it was off).
     pub lm: Option<ClozeStats>,
@@ -223,6 +225,9 @@ pub enum FixEvent {
     Validated { candidate_id: CandidateId, outcome_name: &'static str },
     /// Plausible candidates are being scored by the language model.
     Ranking { count: usize },
+    /// The best plausible patch is being confirmed by fresh runs of the suite, until
+    /// `deadline` at the latest (the end of the budget).
+    Confirming { deadline: Instant },
 }
 
 /// Run `fix`. The user's repository is only read; all test runs happen in scratch copies.
@@ -246,7 +251,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         EngineChoice::Subprocess => lab::Pool::default(),
     };
     on_event(FixEvent::BaselineStarted);
-    let baseline = run_baseline(options, &pytest, &project)?;
+    let baseline = run_baseline(options, &pytest, &project, start + options.timeout)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
     outcome.failing.retain(|id| options.tests_only || selected(id, &options.selectors));
     outcome.ranking = ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() });
@@ -262,12 +267,13 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
     let (best, end, run) = {
         let config = lab_config(options, &project, &outcome, budget.search_deadline);
-        let mut run = SearchRun::new(options, &project, (&pytest, &pool, &config), &search, (ranker, ranking), budget.deadline);
+        let mut run = SearchRun::new(options, &project, (&pytest, &pool, config), &search, (ranker, ranking), &budget);
         let (best, end) = run.search_and_confirm(on_event)?;
         (best, end, run.finish())
     };
     outcome.ranking = run.ranking;
     outcome.warnings.extend(run.notes);
+    outcome.first_validation = run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(outcome.baseline_elapsed));
     let search = search.into_inner().expect("search lock");
     outcome.validated = search.validated();
     outcome.lm = lm_stats.map(|stats| stats.lock().expect("cloze stats").clone());
@@ -302,14 +308,15 @@ fn load_ranker(options: &FixOptions, warnings: &mut Vec<String>) -> Result<Optio
 }
 
 /// The whole suite (or the selected tests) once, with coverage, in a scratch copy.
-fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &Project) -> Result<Session, FixError> {
+fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &Project, deadline: Instant) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
+    let left = deadline.saturating_duration_since(Instant::now());
     let baseline = pytest.run(&RunSpec {
         selectors: options.run_selectors(),
-        ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, options.timeout)
+        ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, left)
     })?;
     if baseline.exit.is_timeout() {
-        return Err(FixError::BaselineTimeout(options.timeout));
+        return Err(FixError::BaselineTimeout { timeout: options.timeout, left });
     }
     if !baseline.collect_errors.is_empty() {
         return Err(FixError::CollectionErrors(baseline.collect_errors.clone()));
@@ -352,6 +359,9 @@ fn sources<'p>(
 struct Budget {
     deadline: Instant,
     search_deadline: Instant,
+    /// With nothing to confirm at `search_deadline`, the search goes on until then: time for
+    /// one confirmation run is left.
+    last_call: Instant,
     /// When single edits have had their share and combinations may start without seeds.
     late_at: Instant,
 }
@@ -371,9 +381,10 @@ impl Budget {
         let reserve = (one_run * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2)).min(timeout.mul_f64(0.4));
         let deadline = start + timeout;
         let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
+        let last_call = deadline.checked_sub(one_run.mul_f64(1.2)).unwrap_or(deadline).max(search_deadline);
         let now = Instant::now();
         let late_at = now + search_deadline.saturating_duration_since(now).mul_f64(SINGLE_EDIT_SHARE);
-        Budget { deadline, search_deadline, late_at }
+        Budget { deadline, search_deadline, last_call, late_at }
     }
 }
 
@@ -436,6 +447,7 @@ impl FixOutcome {
             warnings,
             elapsed: baseline_elapsed,
             baseline_elapsed,
+            first_validation: None,
             search_end: SearchEnd::NotStarted,
             lm: None,
             baseline,
@@ -470,35 +482,46 @@ struct SearchRun<'r, 'p> {
     project: &'p Project,
     pytest: &'r crate::pytest::Pytest,
     pool: &'r lab::Pool,
-    config: &'r LabConfig<'r>,
+    config: LabConfig<'r>,
     search: &'r Mutex<Search<'p>>,
     ranker: Option<Ranker>,
     ranking: Option<Ranking>,
     notes: Mutex<Vec<String>>,
+    /// When the first validation result came.
+    first_validated: std::sync::OnceLock<Instant>,
     /// The whole run's deadline (confirmation included).
     deadline: Instant,
+    /// Until when a search with nothing to confirm may go on past its own deadline.
+    last_call: Instant,
 }
 
 /// What a [`SearchRun`] leaves for the outcome.
 struct RunResults {
     ranking: Option<Ranking>,
     notes: Vec<String>,
+    first_validated: Option<Instant>,
 }
 
 impl<'r, 'p> SearchRun<'r, 'p> {
     fn new(
         options: &'r FixOptions,
         project: &'p Project,
-        (pytest, pool, config): (&'r crate::pytest::Pytest, &'r lab::Pool, &'r LabConfig<'r>),
+        (pytest, pool, config): (&'r crate::pytest::Pytest, &'r lab::Pool, LabConfig<'r>),
         search: &'r Mutex<Search<'p>>,
         (ranker, ranking): (Option<Ranker>, Option<Ranking>),
-        deadline: Instant,
+        budget: &Budget,
     ) -> Self {
-        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes: Mutex::new(Vec::new()), deadline }
+        let (notes, first_validated) = (Mutex::new(Vec::new()), std::sync::OnceLock::new());
+        let (deadline, last_call) = (budget.deadline, budget.last_call);
+        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes, first_validated, deadline, last_call }
     }
 
     fn finish(self) -> RunResults {
-        RunResults { ranking: self.ranking, notes: self.notes.into_inner().expect("notes lock") }
+        RunResults {
+            ranking: self.ranking,
+            notes: self.notes.into_inner().expect("notes lock"),
+            first_validated: self.first_validated.into_inner(),
+        }
     }
 
     /// Validate until a plausible patch survives confirmation by fresh full-suite runs, the
@@ -509,15 +532,21 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         let search_start = Instant::now();
         loop {
             if Instant::now() >= self.config.deadline {
-                return Ok((None, SearchEnd::Deadline));
+                // Nothing waits for confirmation: the time kept for a second run goes to the
+                // search (a patch found now is confirmed by one run).
+                if self.config.deadline >= self.last_call || Instant::now() >= self.last_call {
+                    return Ok((None, SearchEnd::Deadline));
+                }
+                self.config.deadline = self.last_call;
             }
-            let found = self.round(self.config, on_event)?;
+            let config = self.config.clone();
+            let found = self.round(&config, on_event)?;
             if self.ranker.is_some() && !collected && !self.plausible().is_empty() {
                 collected = true;
                 self.collect_more(search_start, on_event)?;
             }
             self.score_plausible(on_event)?;
-            let (best, chose) = self.confirm_best()?;
+            let (best, chose) = self.confirm_best(on_event)?;
             if best.is_some() {
                 return Ok((best, SearchEnd::Found));
             }
@@ -529,9 +558,12 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 
     /// One validation round with `config`; returns how many plausible patches it found.
     fn round(&mut self, config: &LabConfig<'_>, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<usize, FixError> {
-        let notes = &self.notes;
+        let (notes, first) = (&self.notes, &self.first_validated);
         let forward = |event: LabEvent| match event {
-            LabEvent::Validated { candidate_id, outcome_name } => on_event(FixEvent::Validated { candidate_id, outcome_name }),
+            LabEvent::Validated { candidate_id, outcome_name } => {
+                first.get_or_init(Instant::now);
+                on_event(FixEvent::Validated { candidate_id, outcome_name });
+            }
             LabEvent::Note(note) => push_note(notes, note),
         };
         let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward)?;
@@ -578,14 +610,19 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         if unscored.is_empty() {
             return Ok(());
         }
-        if Instant::now() >= self.config.deadline {
+        if Instant::now() >= self.last_call {
             // Scoring must not eat the confirmation reserve: rank by operator score alone.
             push_note(&self.notes, "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".into());
             return Ok(());
         }
         on_event(FixEvent::Ranking { count: unscored.len() });
-        match ranking.stats.run(ranker, self.project, &unscored) {
-            Ok(scores) => ranking.scores.extend(scores),
+        match ranking.stats.run(ranker, self.project, &unscored, self.last_call) {
+            Ok(scores) => {
+                ranking.scores.extend(scores);
+                if ranking.stats.out_of_time > 0 {
+                    push_note(&self.notes, "SmolLM2 left some plausible patches unscored to keep within --timeout".into());
+                }
+            }
             Err(err) if !rank_options.required => {
                 // Every plausible patch is ranked the same way: by operator score.
                 ranking.scores.clear();
@@ -599,7 +636,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 
     /// Confirm plausible patches best first; returns the confirmed one, and whether any was
     /// tried. Without a ranker one is tried per round (at most one waits).
-    fn confirm_best(&mut self) -> Result<(Option<CandidateId>, bool), FixError> {
+    fn confirm_best(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(Option<CandidateId>, bool), FixError> {
         let mut chose = false;
         loop {
             let choice = {
@@ -612,11 +649,23 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
-            let verdict = lab::confirm(self.pytest, self.config, &candidate, CONFIRMATION_RUNS)?;
-            if verdict.is_plausible() {
-                return Ok((Some(candidate.id), true));
+            on_event(FixEvent::Confirming { deadline: self.deadline });
+            match lab::confirm(self.pytest, &self.config, &candidate, CONFIRMATION_RUNS, self.deadline)? {
+                Confirmation::Confirmed { runs } => {
+                    if runs < CONFIRMATION_RUNS {
+                        push_note(&self.notes, format!("the patch was confirmed by {runs} fresh run of the suite: --timeout left no time for a second"));
+                    }
+                    return Ok((Some(candidate.id), true));
+                }
+                Confirmation::OutOfTime => {
+                    push_note(&self.notes, format!(
+                        "a plausible patch ({}:{}, {}) could not be confirmed by a fresh run of the suite before --timeout; a larger --timeout would let it",
+                        candidate.patch.file, candidate.line, candidate.description
+                    ));
+                    return Ok((None, true));
+                }
+                Confirmation::Rejected(verdict) => self.search.lock().expect("search lock").set_outcome(candidate.id, verdict),
             }
-            self.search.lock().expect("search lock").set_outcome(candidate.id, verdict);
             if self.ranking.is_none() || Instant::now() >= self.deadline {
                 return Ok((None, true));
             }

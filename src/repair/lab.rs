@@ -449,8 +449,20 @@ enum Engine {
     Subprocess,
 }
 
-/// Re-run the whole suite `runs` times in a fresh scratch copy with one pytest process per run
-/// (no fork server, no test selection): the check a patch must pass before it is reported.
+/// What the confirmation runs of a plausible patch concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Every run passed; `runs` is fewer than asked when the deadline left no time for more.
+    Confirmed { runs: usize },
+    /// A run failed or hung: the candidate's new outcome.
+    Rejected(CandidateOutcome),
+    /// The deadline came before one run could finish.
+    OutOfTime,
+}
+
+/// Re-run the whole suite up to `runs` times in a fresh scratch copy with one pytest process
+/// per run (no fork server, no test selection): the check a patch must pass before it is
+/// reported. No run goes past `deadline`; a later run starts only if the one before would fit.
 ///
 /// # Errors
 /// When the scratch copy cannot be made or pytest cannot start.
@@ -459,11 +471,18 @@ pub fn confirm(
     config: &LabConfig<'_>,
     candidate: &Candidate,
     runs: usize,
-) -> Result<CandidateOutcome, LabError> {
+    deadline: Instant,
+) -> Result<Confirmation, LabError> {
     let dir = scratch_copy(config.root, "deepdebug-confirm-")?;
     std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
     let expected: BTreeSet<&String> = config.passing.iter().chain(&config.failing).collect();
-    for _ in 0..runs {
+    let limit = config.timeouts.session(config.total_tests) * 2;
+    let mut last_run: Option<Duration> = None;
+    for done in 0..runs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if last_run.is_some_and(|d| d.mul_f64(1.2) > left) {
+            return Ok(Confirmation::Confirmed { runs: done });
+        }
         let session = pytest.run(&RunSpec {
             root: dir.path(),
             selectors: config.selectors,
@@ -471,21 +490,26 @@ pub fn confirm(
             // Lenient: a loaded machine must not turn a correct patch into a timeout.
             per_test_timeout: Some(config.timeouts.per_test.max(Duration::from_secs(2))),
             per_test_cpu: None,
-            session_timeout: config.timeouts.session(config.total_tests) * 2,
+            session_timeout: limit.min(left),
             exit_first: false,
         })?;
         if session.exit.is_timeout() {
-            return Ok(CandidateOutcome::Timeout);
+            return Ok(match (left < limit, done) {
+                (true, 0) => Confirmation::OutOfTime,
+                (true, _) => Confirmation::Confirmed { runs: done },
+                (false, _) => Confirmation::Rejected(CandidateOutcome::Timeout),
+            });
         }
+        last_run = Some(session.elapsed);
         // Tests that failed before and were not selected for fixing are not judged.
         let failing: Vec<String> = session.failing().filter(|t| expected.contains(&t.nodeid)).map(|t| t.nodeid.clone()).collect();
         let ran: BTreeSet<&String> = session.tests.iter().map(|t| &t.nodeid).collect();
         let missing = expected.iter().any(|id| !ran.contains(*id));
         if !failing.is_empty() || missing || !session.collect_errors.is_empty() {
-            return Ok(CandidateOutcome::Unconfirmed { failing });
+            return Ok(Confirmation::Rejected(CandidateOutcome::Unconfirmed { failing }));
         }
     }
-    Ok(CandidateOutcome::Plausible)
+    Ok(Confirmation::Confirmed { runs })
 }
 
 /// One validation worker: a scratch copy of the project and its engine.

@@ -51,6 +51,7 @@ pub fn combined(score: f64, naturalness: Option<&Naturalness>) -> f64 {
 pub struct Ranker {
     lm: SmolLm,
     path: PathBuf,
+    speed: Speed,
 }
 
 /// What a candidate's edited region looks like in the original and patched file.
@@ -68,7 +69,7 @@ impl Ranker {
     /// # Errors
     /// When the file is missing or not a usable GGUF.
     pub fn load(path: &Path) -> Result<Ranker, ModelError> {
-        Ok(Ranker { lm: SmolLm::load(path, &candle_core::Device::Cpu)?, path: path.to_path_buf() })
+        Ok(Ranker { lm: SmolLm::load(path, &candle_core::Device::Cpu)?, path: path.to_path_buf(), speed: Speed::default() })
     }
 
     #[must_use]
@@ -82,7 +83,7 @@ impl Ranker {
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
-    pub fn score(&mut self, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(CandidateId, Naturalness)>, ModelError> {
+    pub fn score(&mut self, project: &Project, candidates: &[&Candidate], deadline: Instant) -> Result<Scores, ModelError> {
         // Group by (file, region start, original region).
         let mut groups: BTreeMap<(String, usize, String), Vec<(CandidateId, String)>> = BTreeMap::new();
         for c in candidates {
@@ -90,19 +91,66 @@ impl Ranker {
                 groups.entry((region.file, region.start, region.original)).or_default().push((c.id, region.patched));
             }
         }
-        let mut out = Vec::new();
+        let mut out = Scores::default();
         for ((file, start, original), members) in groups {
             let text = project.file(&file).map(|f| f.parsed.text()).unwrap_or_default();
             let prompt = context(&file, &text[..start]);
             let mut texts: Vec<&str> = vec![original.as_str()];
             texts.extend(members.iter().map(|(_, t)| t.as_str()));
+            let tokens = estimated_tokens(&prompt, &texts);
+            if Instant::now() + self.speed.time_for(tokens) > deadline {
+                out.out_of_time += members.len();
+                continue;
+            }
+            let started = Instant::now();
             let scores = self.lm.score_alternatives(&prompt, &texts, MAX_SCORED_TOKENS)?;
+            self.speed.record(tokens, started.elapsed());
             for ((id, _), patched) in members.iter().zip(&scores[1..]) {
-                out.push((*id, Naturalness { patched: *patched, original: scores[0] }));
+                out.scores.push((*id, Naturalness { patched: *patched, original: scores[0] }));
             }
         }
         Ok(out)
     }
+}
+
+/// Likelihoods of the candidates scored, and how many were left unscored for lack of time.
+#[derive(Debug, Default)]
+pub struct Scores {
+    pub scores: Vec<(CandidateId, Naturalness)>,
+    pub out_of_time: usize,
+}
+
+/// Rough token count of one scoring call: the prompt and each text up to its cap (about
+/// 3.5 bytes per token for code).
+fn estimated_tokens(prompt: &str, texts: &[&str]) -> usize {
+    let tokens = |s: &str| s.len() * 2 / 7 + 1;
+    tokens(prompt) + texts.iter().map(|t| tokens(t).min(MAX_SCORED_TOKENS)).sum::<usize>()
+}
+
+/// Scoring speed seen so far in this run, so that a call that cannot finish before the
+/// deadline is not started.
+#[derive(Debug, Clone, Copy, Default)]
+struct Speed {
+    tokens: usize,
+    seconds: f64,
+}
+
+impl Speed {
+    /// Before any call: a pessimistic 60 tokens/s (about 100 on an idle 2-core machine).
+    const FIRST_GUESS: f64 = 60.0;
+
+    fn time_for(self, tokens: usize) -> Duration {
+        let per_sec = if self.tokens == 0 { Speed::FIRST_GUESS } else { self.tokens as f64 / self.seconds.max(1e-3) };
+        Duration::from_secs_f64(tokens as f64 / per_sec)
+    }
+
+    fn record(&mut self, tokens: usize, took: Duration) {
+        self.tokens += tokens;
+        self.seconds += took.as_secs_f64();
+    }
+}
+
+impl Ranker {
 }
 
 /// `# FILE` and the last lines of `before` within `CONTEXT_BYTES`.
@@ -147,6 +195,8 @@ fn region(project: &Project, c: &Candidate) -> Option<Region> {
 #[derive(Debug, Clone, Default)]
 pub struct RankStats {
     pub scored: usize,
+    /// Plausible candidates left unscored because scoring them would have passed the deadline.
+    pub out_of_time: usize,
     pub elapsed: Duration,
 }
 
@@ -155,12 +205,19 @@ impl RankStats {
     ///
     /// # Errors
     /// On model errors.
-    pub fn run(&mut self, ranker: &mut Ranker, project: &Project, candidates: &[&Candidate]) -> Result<Vec<(CandidateId, Naturalness)>, ModelError> {
+    pub fn run(
+        &mut self,
+        ranker: &mut Ranker,
+        project: &Project,
+        candidates: &[&Candidate],
+        deadline: Instant,
+    ) -> Result<Vec<(CandidateId, Naturalness)>, ModelError> {
         let started = Instant::now();
-        let scores = ranker.score(project, candidates)?;
-        self.scored += scores.len();
+        let scores = ranker.score(project, candidates, deadline)?;
+        self.scored += scores.scores.len();
+        self.out_of_time += scores.out_of_time;
         self.elapsed += started.elapsed();
-        Ok(scores)
+        Ok(scores.scores)
     }
 }
 

@@ -105,17 +105,25 @@ pub struct SourceStats {
     pub generation_seconds: f64,
 }
 
-/// A waiting candidate, ordered by score (then earliest id).
-#[derive(Debug, PartialEq)]
+/// A waiting proposal, ordered by score (then earliest proposed). It is parsed and
+/// deduplicated only when drawn: checking costs more than proposing, and most proposals of a
+/// long search are never drawn.
+#[derive(Debug)]
 struct Waiting {
     score: f64,
-    id: CandidateId,
+    seq: usize,
+    proposal: Proposal,
 }
 
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
 impl Eq for Waiting {}
 impl Ord for Waiting {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.score.total_cmp(&other.score).then_with(|| other.id.cmp(&self.id))
+        self.score.total_cmp(&other.score).then_with(|| other.seq.cmp(&self.seq))
     }
 }
 impl PartialOrd for Waiting {
@@ -152,6 +160,8 @@ pub struct Search<'p> {
     lanes: Vec<Lane<'p>>,
     /// Candidates handed out and not yet recorded.
     in_flight: usize,
+    /// Proposals made so far (orders equal scores).
+    proposals: usize,
     /// From then on, `View::late` is true.
     late_at: Instant,
 }
@@ -173,6 +183,7 @@ impl<'p> Search<'p> {
             seen: HashSet::new(),
             lanes,
             in_flight: 0,
+            proposals: 0,
             late_at,
         }
     }
@@ -199,18 +210,25 @@ impl<'p> Search<'p> {
         self.lanes.iter().map(|l| (l.source.kind(), l.stats)).collect()
     }
 
-    /// The next candidate to validate: refill sources lazily, then take the head of the
-    /// source with the highest expected success per second.
+    /// The next candidate to validate: refill sources lazily, then admit the head of the
+    /// source with the highest expected success per second (proposals that do not parse or
+    /// repeat a candidate are dropped on the way).
     pub fn next_candidate(&mut self) -> Next {
-        self.refill();
-        let mean_cost = self.mean_cost();
-        let best = (0..self.lanes.len())
-            .filter(|&i| !self.lanes[i].waiting.is_empty())
-            .max_by(|&a, &b| self.value(a, mean_cost).total_cmp(&self.value(b, mean_cost)));
-        if let Some(i) = best {
+        loop {
+            self.refill();
+            let mean_cost = self.mean_cost();
+            let best = (0..self.lanes.len())
+                .filter(|&i| !self.lanes[i].waiting.is_empty())
+                .max_by(|&a, &b| self.value(a, mean_cost).total_cmp(&self.value(b, mean_cost)));
+            let Some(i) = best else { break };
             let head = self.lanes[i].waiting.pop().expect("non-empty lane");
-            self.in_flight += 1;
-            return Next::Candidate(Arc::clone(&self.candidates[head.id.0]));
+            let started = Instant::now();
+            let admitted = self.admit(i, head.proposal);
+            self.lanes[i].stats.generation_seconds += started.elapsed().as_secs_f64();
+            if let Some(id) = admitted {
+                self.in_flight += 1;
+                return Next::Candidate(Arc::clone(&self.candidates[id.0]));
+            }
         }
         if self.in_flight == 0 && !self.any_source_can_wake() { Next::Done } else { Next::Wait }
     }
@@ -310,8 +328,11 @@ impl<'p> Search<'p> {
         let produced = self.lanes[i].source.next(&view);
         let more = match produced {
             Produced::Batch(proposals) => {
+                let lane = &mut self.lanes[i];
+                lane.stats.proposed += proposals.len();
                 for proposal in proposals {
-                    self.admit(i, proposal);
+                    self.proposals += 1;
+                    lane.waiting.push(Waiting { score: proposal.score, seq: self.proposals, proposal });
                 }
                 true
             }
@@ -326,22 +347,26 @@ impl<'p> Search<'p> {
     }
 
     /// Re-parse and deduplicate `proposal`; admit it under the next id.
-    fn admit(&mut self, lane: usize, proposal: Proposal) {
+    fn admit(&mut self, lane: usize, proposal: Proposal) -> Option<CandidateId> {
         let stats = &mut self.lanes[lane].stats;
-        stats.proposed += 1;
-        let Some(file) = self.project.file(&proposal.patch.file) else { return };
+        let file = self.project.file(&proposal.patch.file)?;
         let checked = match candidate::check_patch(file, proposal.patch.clone(), &mut self.seen) {
             Ok(checked) => checked,
-            Err(candidate::Rejected::Unparseable) => return stats.unparseable += 1,
-            Err(candidate::Rejected::Duplicate) => return stats.duplicates += 1,
+            Err(candidate::Rejected::Unparseable) => {
+                stats.unparseable += 1;
+                return None;
+            }
+            Err(candidate::Rejected::Duplicate) => {
+                stats.duplicates += 1;
+                return None;
+            }
         };
         stats.generated += 1;
         let id = CandidateId(self.candidates.len());
-        let score = proposal.score;
         self.candidates.push(Arc::new(candidate::admitted(id, proposal, checked)));
         self.results.push(None);
         self.lane_of.push(lane);
-        self.lanes[lane].waiting.push(Waiting { score, id });
+        Some(id)
     }
 }
 

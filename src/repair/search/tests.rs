@@ -82,11 +82,11 @@ fn sources_are_drawn_in_one_stream_by_score_and_ids_stay_stable() {
     let order: Vec<Arc<Candidate>> = (0..3).map(|_| take(&mut search)).collect();
     let scores: Vec<f64> = order.iter().map(|c| c.score).collect();
     assert_eq!(scores, vec![0.9, 0.7, 0.5]);
-    // Ids are admission order and index the store, whatever the validation order.
+    // Ids are admission (draw) order and index the store, whatever the validation order.
     for c in &order {
         assert_eq!(search.candidate(c.id).description, c.description);
     }
-    assert_eq!(order[1].id, CandidateId(2));
+    assert_eq!(order[1].id, CandidateId(1));
     for c in &order {
         failed(&mut search, c);
     }
@@ -154,7 +154,11 @@ fn proposals_are_deduplicated_across_sources_and_unparseable_ones_dropped() {
     let a = Fake::new(SourceKind::Operators, vec![vec![proposal("a + b", "a - b", 0.9), proposal("a + b", "a +", 0.8)]]);
     let b = Fake::new(SourceKind::Templates, vec![vec![proposal("a + b", "a  -  b", 0.7)]]);
     let mut search = Search::new(&project, vec![Box::new(a), Box::new(b)], later());
-    take(&mut search);
+    let c = take(&mut search);
+    // The other two are checked when drawn, and dropped.
+    assert!(matches!(search.next_candidate(), Next::Wait));
+    failed(&mut search, &c);
+    assert!(matches!(search.next_candidate(), Next::Done));
     let stats = search.stats();
     assert_eq!((stats[0].1.generated, stats[0].1.unparseable), (1, 1));
     assert_eq!((stats[1].1.generated, stats[1].1.duplicates), (0, 1));
