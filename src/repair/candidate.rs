@@ -542,6 +542,26 @@ mod tests {
     }
 
     #[test]
+    fn the_dedupe_key_tells_patched_files_apart_by_their_edited_lines_alone() {
+        let text = "def f(a, b):\n    x = a + 1\n    return x * b\n\ndef g():\n    return 2\n";
+        let key = |edits: Vec<(&str, &str)>| {
+            let edits = edits.into_iter().map(|(from, to)| {
+                let at = text.find(from).unwrap();
+                Edit { range: at..at + from.len(), content: to.to_string() }
+            });
+            let patch = Patch::new("m.py", edits.collect()).unwrap();
+            super::dedupe_key(text, &patch.apply(text), &patch)
+        };
+        // The same file from a token edit, a whole-line edit and a two-line edit.
+        let token = key(vec![("+ 1", "+ 2")]);
+        assert_eq!(token, key(vec![("    x = a + 1\n", "    x = a+2\n")]));
+        assert_eq!(token, key(vec![("x = a + 1\n    return x * b", "x = a + 2\n    return x * b")]));
+        assert_ne!(token, key(vec![("+ 1", "- 2")]));
+        // The same new text at another place is another file.
+        assert_ne!(key(vec![("return 2", "return x * b")]), key(vec![("return x * b", "return x * b")]));
+    }
+
+    #[test]
     fn neural_rewrites_are_reindented_and_minimized() {
         let old = "    def f(self):\n        return 1\n";
         assert_eq!(reindent("def f(self):\n    return 2\n", old), "    def f(self):\n        return 2\n");
