@@ -384,8 +384,8 @@ const COMBINATION_PENALTY: f64 = 0.5;
 /// `seed` and `partner` combined into one patch (at different lines of one file), scored by
 /// the product of their scores; `None` when they cannot combine.
 #[must_use]
-pub fn combine(seed: &Candidate, partner: &Candidate) -> Option<Proposal> {
-    if seed.id == partner.id || seed.patch.file != partner.patch.file || seed.line == partner.line {
+pub fn combine(seed: &Candidate, partner: &super::search::Partner<'_>) -> Option<Proposal> {
+    if seed.patch.file != partner.patch.file || seed.line == partner.line {
         return None;
     }
     let patch = seed.patch.merge(&partner.patch).ok()?;

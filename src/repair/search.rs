@@ -80,10 +80,41 @@ pub struct View<'s> {
     pub results: &'s [Option<Validated>],
     /// Ids in the order their first result was recorded (sources keep their own cursor).
     pub recorded: &'s [CandidateId],
+    /// Proposals not drawn yet, per source.
+    waiting: &'s [BinaryHeap<Waiting>],
     /// Every source of single edits has nothing more to offer.
     pub singles_exhausted: bool,
     /// The search has used most of its single-edit share of the budget.
     pub late: bool,
+}
+
+impl View<'_> {
+    /// The `n` best-scored single edits, admitted or still waiting: partners for combinations.
+    #[must_use]
+    pub fn top_singles(&self, n: usize) -> Vec<Partner<'_>> {
+        let admitted = self.candidates.iter().filter(|c| c.source.is_single()).map(|c| Partner {
+            patch: &c.patch,
+            line: c.line,
+            description: &c.description,
+            score: c.score,
+        });
+        let waiting = self.waiting.iter().flat_map(BinaryHeap::iter).map(|w| &w.proposal).filter(|p| p.source.is_single()).map(|p| {
+            Partner { patch: &p.patch, line: p.line, description: &p.description, score: p.score }
+        });
+        let mut top: Vec<Partner<'_>> = admitted.chain(waiting).collect();
+        top.sort_by(|a, b| b.score.total_cmp(&a.score));
+        top.truncate(n);
+        top
+    }
+}
+
+/// A single edit that may be combined with a seed: an admitted candidate or a proposal.
+#[derive(Debug, Clone, Copy)]
+pub struct Partner<'a> {
+    pub patch: &'a Patch,
+    pub line: usize,
+    pub description: &'a str,
+    pub score: f64,
 }
 
 /// Per-source counts, as reported by `--json`.
@@ -132,10 +163,10 @@ impl PartialOrd for Waiting {
     }
 }
 
-/// One source with its waiting candidates and what it has cost and yielded.
+/// One source and what it has cost and yielded (its waiting proposals are in
+/// `Search::waiting`, which sources may see through [`View`]).
 struct Lane<'p> {
     source: Box<dyn CandidateSource + 'p>,
-    waiting: BinaryHeap<Waiting>,
     stats: SourceStats,
     exhausted: bool,
 }
@@ -158,6 +189,8 @@ pub struct Search<'p> {
     lane_of: Vec<usize>,
     seen: HashSet<(String, String)>,
     lanes: Vec<Lane<'p>>,
+    /// Proposals waiting to be drawn, per lane.
+    waiting: Vec<BinaryHeap<Waiting>>,
     /// Candidates handed out and not yet recorded.
     in_flight: usize,
     /// Proposals made so far (orders equal scores).
@@ -172,8 +205,8 @@ impl<'p> Search<'p> {
     pub fn new(project: &'p Project, sources: Vec<Box<dyn CandidateSource + 'p>>, late_at: Instant) -> Search<'p> {
         let lanes = sources
             .into_iter()
-            .map(|source| Lane { source, waiting: BinaryHeap::new(), stats: SourceStats::default(), exhausted: false })
-            .collect();
+            .map(|source| Lane { source, stats: SourceStats::default(), exhausted: false })
+            .collect::<Vec<_>>();
         Search {
             project,
             candidates: Vec::new(),
@@ -181,6 +214,7 @@ impl<'p> Search<'p> {
             recorded: Vec::new(),
             lane_of: Vec::new(),
             seen: HashSet::new(),
+            waiting: lanes.iter().map(|_| BinaryHeap::new()).collect(),
             lanes,
             in_flight: 0,
             proposals: 0,
@@ -218,10 +252,10 @@ impl<'p> Search<'p> {
             self.refill();
             let mean_cost = self.mean_cost();
             let best = (0..self.lanes.len())
-                .filter(|&i| !self.lanes[i].waiting.is_empty())
+                .filter(|&i| !self.waiting[i].is_empty())
                 .max_by(|&a, &b| self.value(a, mean_cost).total_cmp(&self.value(b, mean_cost)));
             let Some(i) = best else { break };
-            let head = self.lanes[i].waiting.pop().expect("non-empty lane");
+            let head = self.waiting[i].pop().expect("non-empty lane");
             let started = Instant::now();
             let admitted = self.admit(i, head.proposal);
             self.lanes[i].stats.generation_seconds += started.elapsed().as_secs_f64();
@@ -280,15 +314,16 @@ impl<'p> Search<'p> {
     fn singles_exhausted(&self) -> bool {
         self.lanes
             .iter()
-            .filter(|l| l.source.kind() != SourceKind::Combinations)
-            .all(|l| l.exhausted && l.waiting.is_empty())
+            .zip(&self.waiting)
+            .filter(|(l, _)| l.source.kind() != SourceKind::Combinations)
+            .all(|(l, waiting)| l.exhausted && waiting.is_empty())
     }
 
     /// Expected success per second of the head of lane `i`: its score, times how well the
     /// source has done so far, over what its candidates cost relative to the average.
     fn value(&self, i: usize, mean_cost: f64) -> f64 {
         let lane = &self.lanes[i];
-        let head = lane.waiting.peek().map_or(0.0, |w| w.score);
+        let head = self.waiting[i].peek().map_or(0.0, |w| w.score);
         head * weight(&lane.stats) * mean_cost / cost(&lane.stats, mean_cost)
     }
 
@@ -305,8 +340,9 @@ impl<'p> Search<'p> {
         for i in 0..self.lanes.len() {
             for _ in 0..MAX_BATCHES_PER_REFILL {
                 let lane = &self.lanes[i];
-                let head = lane.waiting.peek().map_or(f64::NEG_INFINITY, |w| w.score);
-                let wanted = lane.waiting.len() < LOW_WATER || lane.source.bound() > head;
+                let waiting = &self.waiting[i];
+                let head = waiting.peek().map_or(f64::NEG_INFINITY, |w| w.score);
+                let wanted = waiting.len() < LOW_WATER || lane.source.bound() > head;
                 if lane.exhausted || !wanted || !self.step(i) {
                     break;
                 }
@@ -322,17 +358,17 @@ impl<'p> Search<'p> {
             candidates: &self.candidates,
             results: &self.results,
             recorded: &self.recorded,
+            waiting: &self.waiting,
             singles_exhausted: self.singles_exhausted(),
             late: Instant::now() >= self.late_at,
         };
         let produced = self.lanes[i].source.next(&view);
         let more = match produced {
             Produced::Batch(proposals) => {
-                let lane = &mut self.lanes[i];
-                lane.stats.proposed += proposals.len();
+                self.lanes[i].stats.proposed += proposals.len();
                 for proposal in proposals {
                     self.proposals += 1;
-                    lane.waiting.push(Waiting { score: proposal.score, seq: self.proposals, proposal });
+                    self.waiting[i].push(Waiting { score: proposal.score, seq: self.proposals, proposal });
                 }
                 true
             }

@@ -196,7 +196,7 @@ impl CandidateSource for CombinationSource {
         if seeds.is_empty() {
             return Produced::Pending;
         }
-        let partners = top_singles(view.candidates, PARTNERS);
+        let partners = view.top_singles(PARTNERS);
         let proposals = seeds
             .iter()
             .flat_map(|seed| partners.iter().filter_map(move |partner| candidate::combine(seed, partner)))
