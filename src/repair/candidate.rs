@@ -388,7 +388,7 @@ pub fn combine(seed: &Candidate, partner: &super::search::Partner<'_>) -> Option
     if seed.patch.file != partner.patch.file || seed.line == partner.line {
         return None;
     }
-    let patch = seed.patch.merge(&partner.patch).ok()?;
+    let patch = seed.patch.merge(partner.patch).ok()?;
     let edits = patch.edits().len();
     Some(Proposal {
         patch,
