@@ -703,6 +703,20 @@ mod tests {
     }
 
     #[test]
+    fn a_stray_that_left_the_childs_process_group_is_killed_after_the_request() {
+        // `start_new_session`: the stray escapes the group kill; re-parented to the server (a
+        // subreaper) when the child exits, it is killed before the next request.
+        const TESTS: &str = "import subprocess\n\ndef test_escape():\n    p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n    with open('stray.pid', 'w') as f:\n        f.write(str(p.pid))\n";
+        let dir = project(&[("test_escape.py", TESTS)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let s = server.run(&request(None, None)).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+        let pid: i32 = std::fs::read_to_string(dir.path().join("stray.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid), "the stray {pid} outlived its request");
+    }
+
+    #[test]
     fn only_the_requests_child_can_say_it_has_finished() {
         // A test forks and its copy returns at once, running the rest of pytest's protocol
         // and reaching the child's exit code first: it must not end the request early.
