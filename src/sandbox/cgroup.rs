@@ -39,7 +39,7 @@ impl Cgroup {
     /// delegated cgroup v2 subtree). `None` when it cannot, or when the pids limit cannot be set.
     #[must_use]
     pub fn create(limits: CgroupLimits) -> Option<Cgroup> {
-        let name = format!("deepdebug-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let name = format!("deepdebug-{}-{}-{}", pid_namespace(), std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let (pids, memory) = if Path::new(ROOT).join("cgroup.controllers").is_file() {
             let dir = unified_dir(&name)?;
             (dir.clone(), Some(dir))
@@ -150,7 +150,7 @@ fn unified_dir(name: &str) -> Option<PathBuf> {
     let mut bases = vec![own.clone()];
     bases.extend(own.parent().filter(|p| p.starts_with(ROOT)).map(Path::to_path_buf));
     bases.into_iter().find_map(|base| {
-        let _ = std::fs::write(base.join("cgroup.subtree_control"), "+pids +memory");
+        sweep(&base);
         let dir = base.join(name);
         std::fs::create_dir(&dir).ok()?;
         if dir.join("pids.max").is_file() {
@@ -164,8 +164,31 @@ fn unified_dir(name: &str) -> Option<PathBuf> {
 
 /// cgroup v1: a child of ours in the `controller` hierarchy.
 fn v1_dir(controller: &str, name: &str) -> Option<PathBuf> {
-    let dir = Path::new(ROOT).join(controller).join(own_path(controller)?).join(name);
+    let base = Path::new(ROOT).join(controller).join(own_path(controller)?);
+    sweep(&base);
+    let dir = base.join(name);
     std::fs::create_dir(&dir).ok().map(|()| dir)
+}
+
+/// Remove the cgroups in `base` left by a deepdebug of our pid namespace that was killed (its
+/// pid is gone), with whatever still runs in them. Others' cgroups are never touched.
+fn sweep(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let prefix = format!("deepdebug-{}-", pid_namespace());
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|n| n.split('-').next()) else {
+            continue;
+        };
+        if owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists() {
+            drop(Cgroup { procs: Vec::new(), dirs: vec![entry.path()] });
+        }
+    }
+}
+
+/// The inode of our pid namespace (pids name processes only within it).
+fn pid_namespace() -> u64 {
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| std::os::unix::fs::MetadataExt::ino(&m))
 }
 
 fn c_path(path: &Path) -> Option<CString> {
@@ -176,6 +199,31 @@ fn c_path(path: &Path) -> Option<CString> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn cgroups_of_a_killed_deepdebug_are_swept_and_others_kept() {
+        let Some(probe) = Cgroup::create(CgroupLimits::default()) else {
+            eprintln!("no cgroup can be made here: nothing to test");
+            return;
+        };
+        let base = probe.dirs[0].parent().unwrap().to_path_buf();
+        drop(probe);
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        let stale = base.join(format!("deepdebug-{}-{dead}-0", pid_namespace()));
+        let alive = base.join(format!("deepdebug-{}-{}-999", pid_namespace(), std::process::id()));
+        let foreign = base.join(format!("deepdebug-1-{dead}-0"));
+        for dir in [&stale, &alive, &foreign] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        let _fresh = Cgroup::create(CgroupLimits::default()).unwrap();
+        let left = (stale.exists(), alive.exists(), foreign.exists());
+        for dir in [&stale, &alive, &foreign] {
+            let _ = std::fs::remove_dir(dir);
+        }
+        assert_eq!(left, (false, true, true), "(stale, ours, another namespace's) still there");
+    }
 
     #[test]
     fn a_cgroup_limits_processes_and_its_leftovers_are_killed_on_drop() {
