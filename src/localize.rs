@@ -145,7 +145,11 @@ type FnKey = (String, usize);
 /// `baseline`'s failing tests fail.
 #[must_use]
 pub fn localize(project: &Project, baseline: &Session) -> Localization {
-    let targets: BTreeSet<&str> = project.repair_targets().map(|f| f.rel.as_str()).collect();
+    // A file that holds collected tests is a test file, whatever its name (pytest's
+    // `python_files` may collect `check_*.py`): never a place for the fix.
+    let test_files: BTreeSet<&str> = baseline.tests.iter().filter_map(|t| t.nodeid.split("::").next()).collect();
+    let targets: BTreeSet<&str> =
+        project.repair_targets().map(|f| f.rel.as_str()).filter(|rel| !test_files.contains(rel)).collect();
     let defs = Defs::of(project);
     let spectrum = Spectrum::of(baseline, &targets);
     let stack = stack_scores(baseline, &targets);

@@ -425,6 +425,40 @@ def reap_orphans():
             return
 
 
+def become_subreaper():
+    """Orphans of our children (a test's processes that left its group with setsid, daemons)
+    are re-parented to the server instead of init, so `kill_strays` can find them."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def kill_strays():
+    """Kill every child of the server and wait for it, until none is left. Between requests
+    the server has no child of its own: any child then is a stray re-parented to it."""
+    path = "/proc/self/task/%d/children" % os.getpid()
+    for _ in range(100):
+        try:
+            with open(path) as f:
+                pids = [int(p) for p in f.read().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def clear_group(pid):
     """Kill what is left of the (reaped) child's group and wait a little for it to be gone:
     SIGKILL takes effect asynchronously, and the dead become zombies to reap."""
@@ -447,6 +481,7 @@ def main():
         reply({"kind": "ready", "mode": "unavailable", "tests": [], "why": "os.fork is not available"})
         return
     lean_failure_reports()
+    become_subreaper()
     try:
         session, items = collect()
         if threading.active_count() > 1:
@@ -497,8 +532,10 @@ def main():
             reply({"kind": "done", "id": request["id"], "status": 0, "timed_out": False})
             os.waitpid(pid, 0)
             clear_group(pid)
+            kill_strays()  # and those that left the group
         else:
             clear_group(pid)  # stray grandchildren
+            kill_strays()
             reply({"kind": "done", "id": request["id"], "status": status, "timed_out": timed_out})
         spare = fork_spare(session)
     pid, send, done = spare

@@ -251,6 +251,8 @@ impl<'a> RunSpec<'a> {
 pub struct Pytest {
     python: PathBuf,
     plugin_dir: tempfile::TempDir,
+    /// The user's checkout (absolute), readable in the sandbox for its virtualenv's paths.
+    origin: Option<PathBuf>,
     limits: Limits,
     sandbox: Arc<Sandbox>,
 }
@@ -289,6 +291,13 @@ impl Pytest {
             .map_err(io_err("create the plugin directory"))?;
         std::fs::write(plugin_dir.path().join(format!("{PLUGIN_MODULE}.py")), PLUGIN_SOURCE)
             .map_err(io_err("write the pytest plugin"))?;
+        let origin = dir.map(crate::sandbox::absolute);
+        if let Some(origin) = &origin {
+            // The plugin moves imports that an editable install points into the checkout to
+            // the scratch copy (see `_follow_the_copy` in plugin.py).
+            std::fs::write(plugin_dir.path().join("deepdebug_origin"), origin.as_os_str().as_encoded_bytes())
+                .map_err(io_err("write the plugin's origin file"))?;
+        }
         let display = python.display().to_string();
         let probe = Job {
             program: python,
@@ -324,6 +333,7 @@ impl Pytest {
         Ok(Pytest {
             python,
             plugin_dir,
+            origin,
             limits: Limits::default(),
             sandbox,
         })
@@ -351,7 +361,15 @@ impl Pytest {
         selectors: &[String],
         startup_timeout: Duration,
     ) -> Result<server::ForkServer, PytestError> {
-        server::ForkServer::start(&self.python, self.plugin_dir.path(), root, selectors, startup_timeout, &self.sandbox)
+        server::ForkServer::start(
+            &self.python,
+            self.plugin_dir.path(),
+            root,
+            selectors,
+            startup_timeout,
+            &self.sandbox,
+            self.origin.as_deref(),
+        )
     }
 
     /// Start a fork server for `root` without waiting for it to collect the suite (see
@@ -360,7 +378,7 @@ impl Pytest {
     /// # Errors
     /// When the server process (or container) cannot be started.
     pub fn spawn_fork_server(&self, root: &Path, selectors: &[String]) -> Result<server::ForkServer, PytestError> {
-        server::ForkServer::spawn(&self.python, self.plugin_dir.path(), root, selectors, &self.sandbox)
+        server::ForkServer::spawn(&self.python, self.plugin_dir.path(), root, selectors, &self.sandbox, self.origin.as_deref())
     }
 
     /// Run one pytest session. A session that crashes, hangs or collects nothing still returns
@@ -397,7 +415,8 @@ impl Pytest {
             program: &self.python,
             args,
             source: spec.root,
-            read_only: vec![self.plugin_dir.path()],
+            // The checkout too: its virtualenv may point there (see `_follow_the_copy`).
+            read_only: [Some(self.plugin_dir.path()), self.origin.as_deref()].into_iter().flatten().collect(),
             // Sessions run in scratch copies: tests may write beside themselves, as they would
             // in the user's checkout.
             writable: vec![run_dir.path(), spec.root],

@@ -8,6 +8,8 @@ Loaded with `-p deepdebug_plugin`; configured through environment variables:
   DEEPDEBUG_TEST_TIMEOUT   per-test wall-clock limit in seconds (0 = none)
   DEEPDEBUG_TEST_CPU       per-test CPU-time limit in seconds (0 = none): catches busy loops
                            early without mistaking a loaded machine for a hang
+The file `deepdebug_origin` beside this module, when present, names the user's checkout that
+the scratch copy at DEEPDEBUG_ROOT was made from (see `_follow_the_copy`).
 """
 import inspect
 import json
@@ -24,6 +26,40 @@ _COVERAGE = os.environ.get("DEEPDEBUG_COVERAGE") == "1"
 _TIMEOUT = float(os.environ.get("DEEPDEBUG_TEST_TIMEOUT") or 0)
 _CPU = float(os.environ.get("DEEPDEBUG_TEST_CPU") or 0)
 _HERE = os.path.realpath(__file__)
+
+
+def _follow_the_copy():
+    """Point imports that lead into the user's checkout at the scratch copy instead: an
+    editable install in the project's virtualenv (a `.pth` path entry, or the MAPPING of a
+    setuptools `__editable__` finder) names the checkout's absolute paths, and a patch in the
+    copy would otherwise never be imported. Only paths that exist in the copy are moved."""
+    try:
+        with open(os.path.join(os.path.dirname(_HERE), "deepdebug_origin")) as f:
+            origin = os.path.realpath(f.read().strip()) + os.sep
+    except OSError:
+        return
+    if origin == _ROOT:
+        return
+
+    def moved(path):
+        if not isinstance(path, str) or not path:
+            return path
+        real = os.path.realpath(path)
+        if not (real + os.sep).startswith(origin):
+            return path
+        copy = os.path.join(_ROOT, real[len(origin):]).rstrip(os.sep)
+        return copy if os.path.exists(copy) else path
+
+    sys.path[:] = [moved(p) for p in sys.path]
+    for name, module in list(sys.modules.items()):
+        mapping = getattr(module, "MAPPING", None) if name.startswith("__editable__") else None
+        if isinstance(mapping, dict):
+            for key, value in list(mapping.items()):
+                mapping[key] = moved(value)
+    sys.path_importer_cache.clear()
+
+
+_follow_the_copy()
 # Whether failures carry their frames with locals (validation only needs outcomes).
 _FRAMES = True
 

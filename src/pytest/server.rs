@@ -75,7 +75,8 @@ const BACKSTOP_GRACE: Duration = Duration::from_secs(5);
 enum Transport {
     /// A child process of ours (maybe inside bubblewrap): the pids in its replies are host
     /// pids, so the host can kill a child's process group itself.
-    Local { child: Child, stdin: ChildStdin },
+    /// Dropping `_cgroup` kills whatever still runs in it.
+    Local { child: Child, stdin: ChildStdin, _cgroup: Option<crate::sandbox::cgroup::Cgroup> },
     /// A container attached to our pipes. The pids in its replies belong to the container's
     /// pid namespace: never signal them from the host (they may name unrelated processes
     /// here). The only backstop is removing the whole container.
@@ -136,14 +137,17 @@ impl ForkServer {
         selectors: &[String],
         startup_timeout: Duration,
         sandbox: &crate::sandbox::Sandbox,
+        origin: Option<&Path>,
     ) -> Result<ForkServer, PytestError> {
-        let mut server = ForkServer::spawn(python, plugin_dir, root, selectors, sandbox)?;
+        let mut server = ForkServer::spawn(python, plugin_dir, root, selectors, sandbox, origin)?;
         server.wait_ready(startup_timeout)?;
         Ok(server)
     }
 
     /// Start a server without waiting for it: it imports pytest and collects the suite while
-    /// the caller does other work (see [`ForkServer::wait_ready`]).
+    /// the caller does other work (see [`ForkServer::wait_ready`]). `origin`, the user's
+    /// checkout that `root` copies, is readable inside the sandbox: an editable install in its
+    /// virtualenv names paths there (the plugin then imports their copies from `root`).
     ///
     /// # Errors
     /// When the server process (or container) cannot be started.
@@ -153,6 +157,7 @@ impl ForkServer {
         root: &Path,
         selectors: &[String],
         sandbox: &crate::sandbox::Sandbox,
+        origin: Option<&Path>,
     ) -> Result<ForkServer, PytestError> {
         let reports = tempfile::Builder::new()
             .prefix("deepdebug-server-")
@@ -160,7 +165,7 @@ impl ForkServer {
             .map_err(io_err("create the fork server's directory"))?;
         let script = reports.path().join("deepdebug_forkserver.py");
         std::fs::write(&script, SERVER_SOURCE).map_err(io_err("write the fork server"))?;
-        let launch = Launch { python, plugin_dir, root, selectors, script: &script, reports: reports.path() };
+        let launch = Launch { python, plugin_dir, origin, root, selectors, script: &script, reports: reports.path() };
         let (transport, replies) = match sandbox.docker() {
             Some(docker) => start_container(docker, &launch)?,
             None => start_local(&launch, sandbox)?,
@@ -347,6 +352,8 @@ struct Launch<'a> {
     python: &'a Path,
     /// Holds the deepdebug plugin (importable by the server).
     plugin_dir: &'a Path,
+    /// The user's checkout, read-only in the sandbox.
+    origin: Option<&'a Path>,
     /// The project's scratch copy: the server's working directory.
     root: &'a Path,
     /// pytest arguments selecting the suite.
@@ -359,11 +366,11 @@ struct Launch<'a> {
 
 /// The server as a local child process, replies on its fd 3.
 fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result<(Transport, Receiver<String>), PytestError> {
-    let Launch { python, plugin_dir, root, selectors, script, reports } = *launch;
+    let Launch { python, plugin_dir, origin, root, selectors, script, reports } = *launch;
     let (reader, writer) = std::io::pipe().map_err(io_err("create the reply pipe"))?;
     let writer_fd = writer.as_raw_fd();
     let mut cmd = sandbox
-        .local_command(python, root, &[plugin_dir], &[reports])
+        .local_command(python, root, &[Some(plugin_dir), origin].into_iter().flatten().collect::<Vec<_>>(), &[reports])
         .ok_or_else(|| PytestError::ServerUnavailable("the sandbox cannot run a local fork server".into()))?;
     cmd.current_dir(root)
         .arg(script)
@@ -373,6 +380,9 @@ fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let limits = Limits::default();
+    // The server, its children and anything they leave behind share one pids/memory limit.
+    let cgroup = sandbox.cgroup();
+    let entry = cgroup.as_ref().map(crate::sandbox::cgroup::Cgroup::entry);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -380,6 +390,9 @@ fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result
                 return Err(std::io::Error::last_os_error());
             }
             crate::process::apply_limits(limits);
+            if let Some(entry) = &entry {
+                entry.enter();
+            }
             Ok(())
         });
     }
@@ -395,7 +408,7 @@ fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result
             }
         }
     });
-    Ok((Transport::Local { child, stdin }, replies))
+    Ok((Transport::Local { child, stdin, _cgroup: cgroup }, replies))
 }
 
 /// The server in one long-lived container (the image's interpreter), replies on its stdout.
@@ -403,14 +416,14 @@ fn start_container(
     docker: &std::sync::Arc<DockerSandbox>,
     launch: &Launch<'_>,
 ) -> Result<(Transport, Receiver<String>), PytestError> {
-    let Launch { python, plugin_dir, root, selectors, script, reports } = *launch;
+    let Launch { python, plugin_dir, origin, root, selectors, script, reports } = *launch;
     let mut args: Vec<OsString> = vec![script.as_os_str().to_owned()];
     args.extend(selectors.iter().map(OsString::from));
     let job = Job {
         program: crate::sandbox::docker::image_python(python),
         args,
         source: root,
-        read_only: vec![plugin_dir],
+        read_only: [Some(plugin_dir), origin].into_iter().flatten().collect(),
         writable: vec![reports, root],
         env: server_env(plugin_dir, root, 1),
         timeout: Duration::MAX,
@@ -687,6 +700,20 @@ mod tests {
         drop(server);
         assert!(wait_dead(last), "the spare child {last} survived its server");
         assert!(wait_dead(server_pid));
+    }
+
+    #[test]
+    fn a_stray_that_left_the_childs_process_group_is_killed_after_the_request() {
+        // `start_new_session`: the stray escapes the group kill; re-parented to the server (a
+        // subreaper) when the child exits, it is killed before the next request.
+        const TESTS: &str = "import subprocess\n\ndef test_escape():\n    p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n    with open('stray.pid', 'w') as f:\n        f.write(str(p.pid))\n";
+        let dir = project(&[("test_escape.py", TESTS)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let s = server.run(&request(None, None)).unwrap();
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed);
+        let pid: i32 = std::fs::read_to_string(dir.path().join("stray.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid), "the stray {pid} outlived its request");
     }
 
     #[test]

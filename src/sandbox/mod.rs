@@ -1,5 +1,6 @@
 //! Sandboxes for test runs: Docker containers (bollard), bubblewrap or rlimits locally, or none.
 
+pub mod cgroup;
 pub mod check;
 pub mod docker;
 pub mod image;
@@ -8,6 +9,7 @@ pub mod local;
 use crate::process::{Limits, Output};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -223,21 +225,41 @@ impl Sandbox {
     /// When the command cannot be started (not when it fails).
     pub fn run(&self, job: &Job<'_>) -> Result<Output, SandboxError> {
         match &self.backend {
-            Backend::None | Backend::Rlimits => {
-                let mut cmd = Command::new(job.program);
-                cmd.args(&job.args).current_dir(job.source);
-                cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
-                crate::process::run(&mut cmd, job.timeout, job.limits, job.capture_dir)
-                    .map_err(io_err(format!("start {}", job.program.display())))
-            }
+            Backend::None | Backend::Rlimits => self.run_local(Command::new(job.program), job),
             Backend::Bwrap(bwrap) => {
-                let mut cmd = bwrap.command(job.program, job.source, &job.read_only, &job.writable, true);
-                cmd.args(&job.args).current_dir(job.source);
-                cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
-                crate::process::run(&mut cmd, job.timeout, job.limits, job.capture_dir)
-                    .map_err(io_err(format!("start bwrap for {}", job.program.display())))
+                self.run_local(bwrap.command(job.program, job.source, &job.read_only, &job.writable, true), job)
             }
             Backend::Docker(docker) => docker.run(job),
+        }
+    }
+
+    /// Run `job` through `cmd` (the program, maybe wrapped in bwrap) as a local process, in a
+    /// cgroup of its own where one can be made: whatever it leaves running is killed with it.
+    fn run_local(&self, mut cmd: Command, job: &Job<'_>) -> Result<Output, SandboxError> {
+        cmd.args(&job.args).current_dir(job.source);
+        cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
+        let cgroup = self.cgroup();
+        if let Some(entry) = cgroup.as_ref().map(cgroup::Cgroup::entry) {
+            // SAFETY: `enter` only opens, writes and closes a file.
+            unsafe {
+                cmd.pre_exec(move || {
+                    entry.enter();
+                    Ok(())
+                });
+            }
+        }
+        crate::process::run(&mut cmd, job.timeout, job.limits, job.capture_dir)
+            .map_err(io_err(format!("start {}", job.program.display())))
+    }
+
+    /// A fresh cgroup with the pids and memory limits for one local process tree, where the
+    /// host lets us make one (root, or a delegated cgroup v2 subtree). `None` without a local
+    /// sandbox (`none`, Docker: the container has its own limits).
+    #[must_use]
+    pub fn cgroup(&self) -> Option<cgroup::Cgroup> {
+        match self.backend {
+            Backend::Bwrap(_) | Backend::Rlimits => cgroup::Cgroup::create(cgroup::CgroupLimits::default()),
+            Backend::None | Backend::Docker(_) => None,
         }
     }
 }
