@@ -444,6 +444,8 @@ impl Shared<'_> {
     }
 }
 
+// One engine per worker: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Engine {
     Fork(ForkServer),
     Subprocess,
