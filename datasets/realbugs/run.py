@@ -180,9 +180,25 @@ def main():
                     help="comma-separated substrings of bug ids")
     ap.add_argument("--out", help="summary JSON (default SUITE/results/summary.json)")
     ap.add_argument("--table-only", action="store_true", help="print the table of an existing summary")
+    ap.add_argument("--merge", nargs="+", metavar="SUMMARY",
+                    help="merge summaries of partial runs (later ones win per bug) into --out and print the table")
     args = ap.parse_args(argv)
     suite = Path(args.suite).resolve()
     out = Path(args.out) if args.out else suite / "results" / "summary.json"
+    if args.merge:
+        parts = [json.loads(Path(p).read_text()) for p in args.merge]
+        by_id = {}
+        for part in parts:
+            for r in part["results"]:
+                by_id[r["id"]] = r
+        merged = dict(parts[-1])
+        merged["results"] = sorted(by_id.values(), key=lambda r: r["id"])
+        merged["merged_from"] = [{"file": p, "started": part["started"], "load_before": part["load_before"],
+                                  "load_after": part["load_after"], "wall_seconds": part["wall_seconds"]}
+                                 for p, part in zip(args.merge, parts)]
+        out.write_text(json.dumps(merged, indent=1))
+        print(table(merged["results"], merged["timeout"]))
+        return
     if args.table_only:
         s = json.loads(out.read_text())
         print(table(s["results"], s["timeout"]))
