@@ -353,41 +353,30 @@ fn plan(
                 }
                 None => crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &crate::skeleton::approximate_count).text,
             };
-            let mut by_operator: BTreeMap<&'static str, Vec<Mutant>> = BTreeMap::new();
-            let mut seen = HashSet::new();
+            // Edits are only collected here; the file is patched and re-parsed for the chosen
+            // ones alone (materializing every mutation of a 1,000-line module took minutes and
+            // gigabytes before the first test ran).
+            let mut by_operator: BTreeMap<&'static str, Vec<(usize, crate::repair::operators::Mutation)>> =
+                BTreeMap::new();
+            let mut seen_edits = HashSet::new();
             for &line in &covered_lines {
                 for m in mutations_at_line_in(&file.parsed, &scope, line) {
                     if m.edit.range.start < def.body_byte_range.start || m.edit.range.end > def.body_byte_range.end {
                         continue;
                     }
-                    let patch = Patch::single(file.rel.clone(), m.edit);
-                    let patched = patch.apply(text);
-                    let reparsed = Parsed::new(patched.as_str());
-                    if !reparsed.is_valid() || !seen.insert(patched.clone()) {
+                    if !seen_edits.insert((m.edit.range.clone(), m.edit.content.clone())) {
                         continue;
                     }
-                    by_operator.entry(m.operator.name()).or_default().push(Mutant {
-                        skeleton: skeleton.clone(),
-                        file: file.rel.clone(),
-                        function: def.qualname.clone(),
-                        class: def.class.clone(),
-                        kind: m.operator.name(),
-                        line,
-                        description: m.description,
-                        focus: focus(&patch, &file.parsed, &reparsed),
-                        text: patched,
-                        patch,
-                        tests: tests.clone(),
-                        fn_range: def.byte_range.clone(),
-                    });
+                    by_operator.entry(m.operator.name()).or_default().push((line, m));
                 }
             }
+            let mut seen = HashSet::new();
             // Every distinct neural bug is tried, on top of the heuristic ones.
             if let Some(sampler) = sampler.as_deref_mut() {
                 out.extend(neural_mutants(sampler, file, &def, &skeleton, &tests, &mut seen, options)?);
             }
             let mut rng = SplitMix(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
-            let mut queues: Vec<VecDeque<Mutant>> = by_operator
+            let mut queues: Vec<VecDeque<(usize, crate::repair::operators::Mutation)>> = by_operator
                 .into_values()
                 .map(|mut v| {
                     rng.shuffle(&mut v);
@@ -402,9 +391,29 @@ fn plan(
                     if taken >= budget {
                         break;
                     }
-                    if let Some(m) = q.pop_front() {
-                        out.push(m);
+                    while let Some((line, m)) = q.pop_front() {
+                        let patch = Patch::single(file.rel.clone(), m.edit);
+                        let patched = patch.apply(text);
+                        let reparsed = Parsed::new(patched.as_str());
+                        if !reparsed.is_valid() || !seen.insert(patched.clone()) {
+                            continue;
+                        }
+                        out.push(Mutant {
+                            skeleton: skeleton.clone(),
+                            file: file.rel.clone(),
+                            function: def.qualname.clone(),
+                            class: def.class.clone(),
+                            kind: m.operator.name(),
+                            line,
+                            description: m.description,
+                            focus: focus(&patch, &file.parsed, &reparsed),
+                            text: patched,
+                            patch,
+                            tests: tests.clone(),
+                            fn_range: def.byte_range.clone(),
+                        });
                         taken += 1;
+                        break;
                     }
                 }
             }
