@@ -600,7 +600,9 @@ mod tests {
         assert_eq!(spin.outcome, TestOutcome::Timeout, "{:?}", session.tests);
         // Caught after about 0.1 s of CPU, long before the 5 s wall-clock limit.
         assert!(spin.duration < 2.0, "{}", spin.duration);
-        assert!(spin.cpu >= 0.09, "{}", spin.cpu);
+        // The limit counts the CPU of the whole test protocol (setup included); the call
+        // phase alone may show a little less.
+        assert!(spin.cpu >= 0.05, "{}", spin.cpu);
         let sleep = session.test("test_cpu.py::test_sleep").unwrap();
         assert_eq!(sleep.outcome, TestOutcome::Passed, "sleeping uses no CPU: {sleep:?}");
         assert!(sleep.duration >= 0.4 && sleep.cpu < 0.1, "{sleep:?}");
