@@ -143,12 +143,14 @@ def table(results: list[dict], timeout: int) -> str:
     if real and planted:
         groups["ALL real"] = real
         groups["ALL planted"] = planted
-    head = (f"{'package':<17}{'bugs':>5}{'fixed':>6}{'genu':>5}{'p-only':>7}{'regr':>5}"
+    head = (f"{'package':<17}{'bugs':>5}{'fixed':>6}{'genu':>5}{'(ast)':>6}{'p-only':>7}{'regr':>5}"
             f"  {'crash loc@1/5/10':<18}{'assert loc@1/5/10':<19}{'med ttf':>8}{'max over':>9}{'errors':>7}")
-    lines = [f"realbugs: {len(results)} bugs, {timeout}s budget", head, "-" * len(head)]
+    lines = [f"realbugs: {len(results)} bugs, {timeout}s budget (genu: genuine, of which (ast) equal to the developer's/original code;"
+             f" loc: buggy function in the top 1/5/10 of suspicious_functions; errors: killed or no report)", head, "-" * len(head)]
     for name, rs in groups.items():
         fixed = [r for r in rs if r["fixed"]]
         genuine = sum(1 for r in fixed if r.get("genuine"))
+        ast_equal = sum(1 for r in fixed if r.get("ast_equal"))
         regr = sum(1 for r in fixed if r.get("regressions"))
 
         def loc(crash: bool) -> str:
@@ -160,7 +162,7 @@ def table(results: list[dict], timeout: int) -> str:
         ttf = statistics.median([r["wall"] for r in fixed]) if fixed else None
         over = max(r["overrun"] for r in rs)
         errors = sum(1 for r in rs if r.get("error") or r.get("killed") or r.get("exit") not in (0, 3))
-        lines.append(f"{name:<17}{len(rs):>5}{len(fixed):>6}{genuine:>5}{len(fixed) - genuine:>7}{regr:>5}"
+        lines.append(f"{name:<17}{len(rs):>5}{len(fixed):>6}{genuine:>5}{ast_equal:>6}{len(fixed) - genuine:>7}{regr:>5}"
                      f"  {loc(True):<18}{loc(False):<19}{(f'{ttf:.1f}s' if ttf is not None else '-'):>8}"
                      f"{over:>+8.1f}s{errors:>7}")
     return "\n".join(lines)
