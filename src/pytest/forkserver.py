@@ -106,9 +106,15 @@ def warm_up(items):
     deepdebug_plugin.reset()
 
 
+# The server imports the plugin before pytest does, so pytest warns that it cannot rewrite its
+# asserts; a project with `filterwarnings = error` must not turn that into a failed start.
+_BASE_ARGS = ["-p", "no:cacheprovider", "-q", "--tb=no", "-p", "deepdebug_plugin",
+              "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
 def collect():
     """Collect the suite in this process; returns (session, items) or raises."""
-    config = _pytest.config._prepareconfig(["-p", "no:cacheprovider", "-q", "--tb=no", "-p", "deepdebug_plugin"] + _ARGS)
+    config = _pytest.config._prepareconfig(_BASE_ARGS + _ARGS)
     config._do_configure()
     session = _pytest.main.Session.from_config(config)
     config.hook.pytest_sessionstart(session=session)
@@ -348,7 +354,7 @@ def child(request, warm, done):
     deepdebug_plugin._emit({"kind": "engine-path", "path": "cold"})
     for name in project_modules():
         del sys.modules[name]
-    args = ["-p", "no:cacheprovider", "-q", "--tb=no", "-p", "deepdebug_plugin"]
+    args = list(_BASE_ARGS)
     if request.get("exit_first"):
         args.append("-x")
     nodeids = request.get("nodeids")
