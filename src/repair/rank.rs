@@ -120,11 +120,14 @@ pub struct Scores {
     pub out_of_time: usize,
 }
 
-/// Rough token count of one scoring call: the prompt and each text up to its cap (about
-/// 3.5 bytes per token for code).
+/// Rough token count of one scoring call (about 3.5 bytes per token for code): the prompt,
+/// the prefix all texts share (run once, but in full: in a long function it dominates), and
+/// each text's rest up to its cap.
 fn estimated_tokens(prompt: &str, texts: &[&str]) -> usize {
-    let tokens = |s: &str| s.len() * 2 / 7 + 1;
-    tokens(prompt) + texts.iter().map(|t| tokens(t).min(MAX_SCORED_TOKENS)).sum::<usize>()
+    let tokens = |len: usize| len * 2 / 7 + 1;
+    let first = texts.first().map_or(&b""[..], |t| t.as_bytes());
+    let common = texts.iter().map(|t| first.iter().zip(t.as_bytes()).take_while(|(a, b)| a == b).count()).min().unwrap_or(0);
+    tokens(prompt.len()) + tokens(common) + texts.iter().map(|t| tokens(t.len() - common).min(MAX_SCORED_TOKENS)).sum::<usize>()
 }
 
 /// Scoring speed seen so far in this run, so that a call that cannot finish before the
