@@ -24,13 +24,7 @@ impl Parsed {
         for edit in &edits {
             old_tree.edit(edit);
         }
-        let mut parser = Parser::new();
-        parser
-            .set_language(&tree_sitter_python::LANGUAGE.into())
-            .expect("tree-sitter-python grammar is compatible with the linked tree-sitter");
-        let tree = parser
-            .parse(&new_text, Some(&old_tree))
-            .expect("parser has a language and no timeout, so it always returns a tree");
+        let tree = parse_reusing(&new_text, &old_tree);
         Parsed { text: new_text, tree }
     }
 }
@@ -55,15 +49,18 @@ impl Parsed {
                 new_end_position: advance(start_position, content),
             });
         }
-        let mut parser = Parser::new();
-        parser
-            .set_language(&tree_sitter_python::LANGUAGE.into())
-            .expect("tree-sitter-python grammar is compatible with the linked tree-sitter");
-        let tree = parser
-            .parse(&new_text, Some(&tree))
-            .expect("parser has a language and no timeout, so it always returns a tree");
+        let tree = parse_reusing(&new_text, &tree);
         Parsed { text: new_text, tree }
     }
+}
+
+/// Parse `text` reusing the unchanged subtrees of `old`, already edited to match it.
+fn parse_reusing(text: &str, old: &tree_sitter::Tree) -> tree_sitter::Tree {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("tree-sitter-python grammar is compatible with the linked tree-sitter");
+    parser.parse(text, Some(old)).expect("parser has a language and no timeout, so it always returns a tree")
 }
 
 /// Row and byte column of byte `at` of `text`.
