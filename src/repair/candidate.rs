@@ -138,7 +138,6 @@ fn module_statement_lines(parsed: &Parsed, at: usize) -> Option<(usize, usize)> 
     Some((lines.first + 1, lines.last + 1))
 }
 
-
 /// Limits on candidate generation.
 #[derive(Debug, Clone, Copy)]
 pub struct GenerateLimits {
