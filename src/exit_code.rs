@@ -14,7 +14,7 @@ pub enum ExitCode {
     NotFixed = 3,
     /// Every test already passes: nothing to repair.
     NothingToFix = 4,
-    /// Python or pytest is missing.
+    /// Python, pytest or a pytest plugin the configuration names is missing; the sandbox cannot start.
     Environment = 5,
     /// The test suite cannot run: collection errors (syntax or import errors), no tests, baseline timeout.
     BaselineBroken = 6,

@@ -113,6 +113,18 @@ fn pyproject_testpaths_addopts_strict_markers_and_a_local_plugin_are_honoured_in
 }
 
 #[test]
+fn addopts_naming_a_missing_plugin_is_reported_as_an_environment_error_in_missing_plugin() {
+    let (_dir, root) = copy_fixture("env", "missing_plugin");
+    let before = snapshot(&root);
+    let (out, _) = fix(&root, &[], TIMEOUT_S);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("unrecognized arguments: --shipping-cov=shipping"), "{stderr}");
+    assert!(stderr.contains("plugin that is not installed"), "{stderr}");
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
 fn setup_cfg_testpaths_and_custom_test_names_are_honoured_in_setup_cfg_options() {
     // Tests live in `checks/check_*.py` as `check_*` functions; they must not be taken for
     // project code to patch, and `test_*` functions there are not tests.

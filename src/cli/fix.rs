@@ -270,6 +270,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. })
                 | FixError::Sandbox(_)
                 | FixError::Ranker(_)
+                | FixError::PytestUsage(_)
                 | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
                 FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout { .. } => {
                     ExitCode::BaselineBroken

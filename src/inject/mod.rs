@@ -227,6 +227,9 @@ fn inject_repo(
     }
     let passing: BTreeSet<String> =
         baseline.tests.iter().filter(|t| t.outcome == TestOutcome::Passed).map(|t| t.nodeid.clone()).collect();
+    if let (true, Some(usage)) = (baseline.tests.is_empty(), crate::pytest::usage_error(&baseline.output_tail)) {
+        return Err(RepoError::Skip(format!("pytest rejected its options ({usage}): a plugin named by addopts is missing?")));
+    }
     if passing.is_empty() {
         return Err(RepoError::Skip("no passing tests".into()));
     }

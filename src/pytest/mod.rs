@@ -506,9 +506,25 @@ pub fn default_python(root: &Path) -> PathBuf {
     PathBuf::from("python3")
 }
 
+/// pytest's own complaint about its command line (`pytest: error: unrecognized arguments: …`),
+/// found in its console output.
+pub fn usage_error(tail: &str) -> Option<String> {
+    let line = tail.lines().find(|l| l.contains("error: ") && (l.contains("arguments") || l.contains("argument ") || l.contains("usage")))?;
+    let message = line.split_once("error: ").map_or(line, |(_, m)| m).trim();
+    Some(message.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pytests_complaint_about_unknown_options_is_found_in_its_output() {
+        let tail = "ERROR: usage: pytest [options] [file_or_dir] [file_or_dir] [...]\npytest: error: unrecognized arguments: --cov=semver\n  inifile: /tmp/x/setup.cfg\n  rootdir: /tmp/x\n";
+        assert_eq!(usage_error(tail).as_deref(), Some("unrecognized arguments: --cov=semver"));
+        assert_eq!(usage_error("no tests ran in 0.01s\n"), None);
+        assert_eq!(usage_error("E   AssertionError: error: bad value\n"), None);
+    }
 
     #[test]
     fn after_one_hang_later_tests_get_a_shorter_limit() {

@@ -114,6 +114,10 @@ pub enum FixError {
     CollectionErrors(Vec<CollectError>),
     #[error("pytest collected no tests{}", tail_hint(.0))]
     NoTests(String),
+    /// pytest refused its command line: usually `addopts` naming an option of a plugin that the
+    /// project's Python environment lacks.
+    #[error("pytest rejected its options ({0}): the project's pytest configuration (addopts in pytest.ini, pyproject.toml, setup.cfg or tox.ini) may need a plugin that is not installed in the Python environment `fix` uses (its .venv, or python3); install it there")]
+    PytestUsage(String),
     #[error("the test suite alone did not finish within the budget ({}s of --timeout {}s were left for it): raise --timeout, or run fewer tests with --tests … --tests-only", .left.as_secs_f64().round(), .timeout.as_secs_f64().round())]
     BaselineTimeout { timeout: Duration, left: Duration },
     #[error("patcher model: {0}")]
@@ -322,6 +326,9 @@ fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &
         return Err(FixError::CollectionErrors(baseline.collect_errors.clone()));
     }
     if baseline.tests.is_empty() {
+        if let Some(usage) = crate::pytest::usage_error(&baseline.output_tail) {
+            return Err(FixError::PytestUsage(usage));
+        }
         return Err(FixError::NoTests(baseline.output_tail.clone()));
     }
     Ok(baseline)
