@@ -47,6 +47,63 @@ fn smollm() {
     let secs = start.elapsed().as_secs_f64();
     let tokens = lm.encode(&text).unwrap().len();
     println!("smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)", tokens as f64 / secs);
+    against_llama_cpp(&lm, &path);
+}
+
+/// A module of helpers ending inside a function: the shape of a cloze prompt (~480 tokens).
+fn cloze_prompt() -> String {
+    let helper = |i: usize| {
+        format!(
+            "def helper_{i}(path, items):\n    \"\"\"Return the items under path.\"\"\"\n    out = []\n    for item in items:\n        if os.path.exists(os.path.join(path, item)):\n            out.append(item)\n    return out\n\n"
+        )
+    };
+    format!("# utils.py\nimport os\n\n{}def count_words(text):\n    words = text.split()\n    return", (0..8).map(helper).collect::<String>())
+}
+
+/// Prefill and batched line sampling (16 rows sharing the prompt's cache, as `fix`'s cloze
+/// source samples), ours and llama.cpp's (`benches/llamacpp_baseline.py`, same GGUF, prompt,
+/// rows and stopping rule) in the same run, as tokens/s and ratios.
+fn against_llama_cpp(lm: &deepdebug::model::smollm::SmolLm, gguf: &std::path::Path) {
+    use deepdebug::model::smollm::LineSampling;
+    let prompt = cloze_prompt();
+    let threads = std::thread::available_parallelism().map_or(2, usize::from);
+    let start = std::time::Instant::now();
+    let prefix = lm.prefix(&prompt).unwrap();
+    let prefill_s = start.elapsed().as_secs_f64();
+    let options = LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 1.0, seed: 0 };
+    let start = std::time::Instant::now();
+    let lines = lm.sample_lines(&prefix, &options, &|| false).unwrap();
+    let gen_s = start.elapsed().as_secs_f64();
+    let generated: usize = lines.iter().map(|l| l.tokens).sum();
+    let ours = (prefix.len() as f64 / prefill_s, generated as f64 / gen_s);
+    println!("ours      prefill {:>5} tokens {:>7.1} tokens/s   batched lines {generated:>4} tokens {:>7.1} tokens/s  (16 rows, {threads} threads)", prefix.len(), ours.0, ours.1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prompt.txt");
+    std::fs::write(&file, &prompt).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llamacpp_baseline.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(["--gguf".as_ref(), gguf.as_os_str(), "--prompt-file".as_ref(), file.as_os_str()])
+        .args(["--rows", "16", "--max-tokens", "40", "--threads", &threads.to_string()])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let parsed = out.ok().and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let Some(theirs) = parsed.filter(|v| v.get("error").is_none()) else {
+        println!("llama.cpp skipped: `CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install llama-cpp-python`");
+        return;
+    };
+    let f = |k: &str| theirs[k].as_f64().unwrap_or(f64::NAN);
+    let base = (f("prompt_tokens") / f("prefill_s"), f("generated_tokens") / f("generation_s"));
+    println!(
+        "llama.cpp prefill {:>5} tokens {:>7.1} tokens/s   batched lines {:>4} tokens {:>7.1} tokens/s  (llama-cpp-python {}, decode only {:.1} tokens/s)",
+        f("prompt_tokens"),
+        base.0,
+        f("generated_tokens"),
+        base.1,
+        theirs["version"].as_str().unwrap_or("?"),
+        f("generated_tokens") / f("decode_s")
+    );
+    println!("ratio ours/llama.cpp: prefill {:.2}x, batched generation {:.2}x", ours.0 / base.0, ours.1 / base.1);
 }
 
 fn main() {

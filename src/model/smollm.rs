@@ -457,4 +457,33 @@ mod tests {
         let diff = (whole.narrow(0, head, ids.len() - head).unwrap() - rest).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
         assert!(diff < 1e-3, "{diff}");
     }
+
+    /// Rows continuing one shared prefix, then some rows dropped: the kept rows' logits equal
+    /// those of the full batch and of each row run alone from the start (f32 weights).
+    #[test]
+    fn llama_rows_on_a_shared_prefix_match_their_own_forward_and_survive_dropping_rows_when_installed() {
+        let Some(path) = find_gguf() else { return };
+        let lm = load(&path, Weights::F32);
+        let ids = lm.encode(PROMPT).unwrap();
+        let steps: [[u32; 3]; 2] = [[11, 22, 33], [44, 55, 66]];
+        let mut shared = lm.model.clone();
+        shared.forward(&Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0).unwrap();
+        let mut full = shared.clone();
+        let column = |toks: &[u32]| Tensor::from_vec(toks.to_vec(), (toks.len(), 1), &Device::Cpu).unwrap();
+        full.forward(&column(&steps[0]), ids.len()).unwrap();
+        let mut dropped = full.clone();
+        let all = full.forward(&column(&steps[1]), ids.len() + 1).unwrap();
+        dropped.retain_rows(&[2, 0]).unwrap();
+        let kept = dropped.forward(&column(&[steps[1][2], steps[1][0]]), ids.len() + 1).unwrap();
+        for (i, row) in [2usize, 0].into_iter().enumerate() {
+            let mut alone = lm.model.clone();
+            let mut seq = ids.clone();
+            seq.extend([steps[0][row], steps[1][row]]);
+            let reference = alone.forward(&Tensor::new(seq.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0).unwrap().squeeze(0).unwrap();
+            for got in [kept.get(i).unwrap(), all.get(row).unwrap()] {
+                let diff = (got - &reference).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+                assert!(diff < 1e-3, "row {row}: {diff}");
+            }
+        }
+    }
 }

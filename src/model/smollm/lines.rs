@@ -94,7 +94,8 @@ impl SmolLm {
     }
 
     /// Sample `options.n` continuations of `prefix` together, each up to its first newline:
-    /// every step is one forward of all unfinished rows on the shared cache. `stop` is asked
+    /// every step is one forward of the unfinished rows on the shared cache (a finished row
+    /// leaves the batch). `stop` is asked
     /// before each step (a search past its deadline ends the sampling early).
     ///
     /// # Errors
@@ -108,17 +109,27 @@ impl SmolLm {
         let first = prefix.logits.to_vec1::<f32>()?;
         let mut logits: Vec<Vec<f32>> = vec![first; n];
         let mut model = prefix.model.clone();
+        // The rows in the batch, in batch order: finished rows leave it (and their cache).
+        let mut batch: Vec<usize> = (0..n).collect();
         for step in 0..options.max_tokens {
             if stop() {
                 break;
             }
             let next = self.sample_step(&mut rows, &mut processors, &logits)?;
-            if rows.iter().all(|r| r.done) || step + 1 == options.max_tokens {
+            let live: Vec<usize> = batch.iter().copied().filter(|&r| !rows[r].done).collect();
+            if live.is_empty() || step + 1 == options.max_tokens {
                 break;
             }
-            let x = Tensor::from_vec(next, (n, 1), &self.device)?;
+            if step > 0 && live.len() < batch.len() {
+                let keep: Vec<u32> = (0..batch.len()).filter(|&i| !rows[batch[i]].done).map(|i| i as u32).collect();
+                model.retain_rows(&keep)?;
+            }
+            batch = live;
+            let x = Tensor::from_vec(batch.iter().map(|&r| next[r]).collect(), (batch.len(), 1), &self.device)?;
             let out = model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?;
-            logits = (0..n).map(|r| out.get(r)?.to_vec1::<f32>()).collect::<Result<_, _>>()?;
+            for (i, &r) in batch.iter().enumerate() {
+                logits[r] = out.get(i)?.to_vec1::<f32>()?;
+            }
         }
         rows.into_iter().map(|row| self.finish_row(row)).collect()
     }
