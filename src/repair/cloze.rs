@@ -218,27 +218,32 @@ impl Worker {
         } else {
             job.header.clone()
         };
-        let mut cursor = self.extend(lm, None, &base)?;
+        let Some(mut cursor) = self.extend(lm, None, &base)? else { return Ok(()) };
         let mut at = job.first;
         for &(target, score) in &job.targets {
             if self.stopped() {
                 return Ok(());
             }
             let before: String = lines[at..target].concat();
-            cursor = self.extend(lm, Some(&cursor), &before)?;
+            let Some(next) = self.extend(lm, Some(&cursor), &before)? else { return Ok(()) };
+            cursor = next;
             at = target;
             self.line(lm, job, &cursor, &lines, target, score)?;
         }
         Ok(())
     }
 
-    fn extend(&self, lm: &SmolLm, prefix: Option<&Prefix>, text: &str) -> Result<Prefix, ModelError> {
+    /// `prefix` (or nothing) continued by `text`; `None` when the search stopped meanwhile.
+    fn extend(&self, lm: &SmolLm, prefix: Option<&Prefix>, text: &str) -> Result<Option<Prefix>, ModelError> {
+        let stop = || self.stopped();
         let out = match prefix {
-            Some(prefix) => lm.extend(prefix, text)?,
-            None => lm.prefix(text)?,
+            Some(prefix) => lm.extend_until(prefix, text, &stop)?,
+            None => lm.extend_until(&lm.empty_prefix()?, text, &stop)?,
         };
-        let added = out.len() - prefix.map_or(0, Prefix::len);
-        self.stats.lock().expect("cloze stats").prompt_tokens += added;
+        if let Some(out) = &out {
+            let added = out.len() - prefix.map_or(0, Prefix::len);
+            self.stats.lock().expect("cloze stats").prompt_tokens += added;
+        }
         Ok(out)
     }
 
@@ -250,14 +255,18 @@ impl Worker {
         let offset: usize = lines[..target].iter().map(|l| l.len()).sum();
         let site = Site { job, offset, line, indent, target, score };
         // Ending the prompt with the indentation keeps the model on code (not a blank line).
-        let indented = self.extend(lm, Some(cursor), indent)?;
-        self.sample(lm, &indented, &site, Variant::Whole)?;
-        for cut in cuts(line) {
-            let prefix = self.extend(lm, Some(cursor), &line[..cut])?;
-            self.sample(lm, &prefix, &site, Variant::After(cut))?;
+        if let Some(indented) = self.extend(lm, Some(cursor), indent)? {
+            self.sample(lm, &indented, &site, Variant::Whole)?;
         }
-        let after = self.extend(lm, Some(cursor), lines[target])?;
-        self.sample(lm, &after, &site, Variant::Insert)
+        for cut in cuts(line) {
+            if let Some(prefix) = self.extend(lm, Some(cursor), &line[..cut])? {
+                self.sample(lm, &prefix, &site, Variant::After(cut))?;
+            }
+        }
+        match self.extend(lm, Some(cursor), lines[target])? {
+            Some(after) => self.sample(lm, &after, &site, Variant::Insert),
+            None => Ok(()),
+        }
     }
 
     fn sample(&self, lm: &SmolLm, prefix: &Prefix, site: &Site<'_>, variant: Variant) -> Result<(), ModelError> {

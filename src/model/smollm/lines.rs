@@ -6,6 +6,10 @@ use crate::model::ModelError;
 use candle_core::{DType, Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 
+/// Tokens per forward of a prompt: large enough for an efficient GEMM, small enough that a stop
+/// request waits at most ≈ 1 s.
+pub const PREFILL_CHUNK: usize = 96;
+
 /// A text run through the model: its KV cache and the logits that predict the next token.
 /// Cloning is cheap (the cache tensors are shared), so one prefix can be continued many ways.
 #[derive(Debug, Clone)]
@@ -74,8 +78,15 @@ impl SmolLm {
     /// # Errors
     /// On tensor or tokenizer errors, or an empty text.
     pub fn prefix(&self, text: &str) -> Result<Prefix, ModelError> {
-        let start = Prefix { model: self.model.clone(), logits: Tensor::zeros(1, DType::F32, &self.device)?, pos: 0 };
-        self.extend(&start, text)
+        self.extend(&self.empty_prefix()?, text)
+    }
+
+    /// Nothing run yet: continue it with [`SmolLm::extend`].
+    ///
+    /// # Errors
+    /// On a tensor error.
+    pub fn empty_prefix(&self) -> Result<Prefix, ModelError> {
+        Ok(Prefix { model: self.model.clone(), logits: Tensor::zeros(1, DType::F32, &self.device)?, pos: 0 })
     }
 
     /// `prefix` continued by `text` (the prefix itself is left as it was).
@@ -83,14 +94,30 @@ impl SmolLm {
     /// # Errors
     /// On tensor or tokenizer errors, or an empty text on an empty prefix.
     pub fn extend(&self, prefix: &Prefix, text: &str) -> Result<Prefix, ModelError> {
+        let never = || false;
+        self.extend_until(prefix, text, &never)?.ok_or_else(|| ModelError::Data("stopped".into()))
+    }
+
+    /// [`SmolLm::extend`] in chunks of [`PREFILL_CHUNK`] tokens, asking `stop` before each:
+    /// `None` when it said stop (a long prompt's prefill takes seconds).
+    ///
+    /// # Errors
+    /// As [`SmolLm::extend`].
+    pub fn extend_until(&self, prefix: &Prefix, text: &str, stop: &dyn Fn() -> bool) -> Result<Option<Prefix>, ModelError> {
         let ids = self.encode(text)?;
         if ids.is_empty() {
-            return if prefix.is_empty() { Err(ModelError::Data("empty prompt".into())) } else { Ok(prefix.clone()) };
+            return if prefix.is_empty() { Err(ModelError::Data("empty prompt".into())) } else { Ok(Some(prefix.clone())) };
         }
-        let mut model = prefix.model.clone();
-        let x = Tensor::new(ids.as_slice(), &self.device)?.unsqueeze(0)?;
-        let logits = model.forward(&x, prefix.pos)?.squeeze(0)?.to_dtype(DType::F32)?;
-        Ok(Prefix { model, logits, pos: prefix.pos + ids.len() })
+        let mut out = prefix.clone();
+        for chunk in ids.chunks(PREFILL_CHUNK) {
+            if stop() {
+                return Ok(None);
+            }
+            let x = Tensor::new(chunk, &self.device)?.unsqueeze(0)?;
+            out.logits = out.model.forward(&x, out.pos)?.squeeze(0)?.to_dtype(DType::F32)?;
+            out.pos += chunk.len();
+        }
+        Ok(Some(out))
     }
 
     /// Sample `options.n` continuations of `prefix` together, each up to its first newline:
@@ -208,5 +235,26 @@ mod tests {
         // A stop request ends sampling before the first token.
         let stopped = lm.sample_lines(&prefix, &options, &|| true).unwrap();
         assert!(stopped.iter().all(|l| l.tokens == 0 && !l.complete));
+    }
+
+    #[test]
+    fn a_long_prompt_is_run_in_chunks_that_a_stop_request_interrupts_when_installed() {
+        let Some(lm) = model() else { return };
+        let text: String = (0..12).map(|i| format!("def f{i}(x):\n    return x * {i} + len(str(x))\n\n")).collect();
+        let ids = lm.encode(&text).unwrap();
+        assert!(ids.len() > 2 * PREFILL_CHUNK, "{}", ids.len());
+        let chunked = lm.prefix(&text).unwrap();
+        assert_eq!(chunked.len(), ids.len());
+        let mut model = lm.model.clone();
+        let whole = model.forward(&Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0).unwrap().squeeze(0).unwrap();
+        let diff = (&chunked.logits - whole).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        assert!(diff < 1e-2, "{diff}");
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 1
+        };
+        assert!(lm.extend_until(&lm.empty_prefix().unwrap(), &text, &stop).unwrap().is_none());
+        assert_eq!(asked.get(), 2, "stopped after one chunk");
     }
 }
