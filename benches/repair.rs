@@ -115,6 +115,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
             rank: rank.clone(),
             lm: None,
             templates: None,
+            exclude: deepdebug::exclude::Exclude::default(),
             sandbox: SandboxKind::Local,
             docker: DockerConfig::default(),
         };

@@ -2,6 +2,7 @@
 
 pub mod debugger;
 pub mod eval;
+pub mod exclude;
 pub mod exit_code;
 pub mod inject;
 pub mod localize;
@@ -15,5 +16,6 @@ pub mod python;
 pub mod repair;
 pub mod report;
 pub mod sandbox;
+pub mod settings;
 pub mod shard;
 pub mod skeleton;

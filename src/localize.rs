@@ -118,6 +118,33 @@ pub struct Localization {
     pub functions: Vec<SuspiciousFunction>,
 }
 
+impl Localization {
+    /// Without the lines and functions that `exclude` forbids editing (a line inside an
+    /// excluded function, or in an excluded file).
+    pub fn retain_editable(&mut self, project: &Project, exclude: &crate::exclude::Exclude) {
+        if exclude.is_empty() {
+            return;
+        }
+        self.functions.retain(|f| !exclude.function(&f.file, &f.qualname));
+        let mut spans: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        self.lines.retain(|line| {
+            let excluded = spans.entry(line.file.clone()).or_insert_with(|| excluded_spans(project, &line.file, exclude));
+            !exclude.file(&line.file) && !excluded.iter().any(|&(a, b)| (a..=b).contains(&line.line))
+        });
+    }
+}
+
+/// Line spans of the definitions of `rel` that `exclude` names.
+fn excluded_spans(project: &Project, rel: &str, exclude: &crate::exclude::Exclude) -> Vec<(usize, usize)> {
+    project.file(rel).map_or_else(Vec::new, |file| {
+        crate::python::functions(&file.parsed)
+            .into_iter()
+            .filter(|def| exclude.function(rel, &def.qualname))
+            .map(|def| (def.start_line, def.end_line))
+            .collect()
+    })
+}
+
 const SBFL_WEIGHT: f64 = 0.65;
 const STACK_DECAY: f64 = 0.8;
 /// Crash-tier lines score above this, every other line at most this.

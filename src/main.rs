@@ -2,7 +2,7 @@
 
 mod cli;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use deepdebug::exit_code::ExitCode;
 
 #[derive(Parser)]
@@ -37,15 +37,16 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(err) => {
             let _ = err.print();
             return if err.use_stderr() { ExitCode::Usage.into() } else { ExitCode::Success.into() };
         }
     };
     let result = match cli.command {
-        Command::Fix(args) => cli::fix::run(&args),
+        Command::Fix(args) => cli::fix::run(&args, matches.subcommand_matches("fix").expect("the fix subcommand's matches")),
         Command::Priors(args) => cli::priors::run(&args),
         Command::Templates(args) => cli::templates::run(&args),
         Command::Inject(args) => cli::inject::run(&args),

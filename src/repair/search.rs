@@ -2,6 +2,7 @@
 
 use super::candidate::{self, Candidate, CandidateId, Source};
 use super::lab::{CandidateOutcome, Feed, Next, Validated};
+use crate::exclude::Exclude;
 use crate::patch::Patch;
 use crate::project::Project;
 use std::collections::{BinaryHeap, HashSet};
@@ -197,6 +198,8 @@ pub struct Search<'p> {
     proposals: usize,
     /// From then on, `View::late` is true.
     late_at: Instant,
+    /// Code no candidate may edit.
+    exclude: Exclude,
 }
 
 impl<'p> Search<'p> {
@@ -219,7 +222,27 @@ impl<'p> Search<'p> {
             in_flight: 0,
             proposals: 0,
             late_at,
+            exclude: Exclude::default(),
         }
+    }
+
+    /// No candidate that edits code `exclude` names is admitted.
+    #[must_use]
+    pub fn excluding(mut self, exclude: Exclude) -> Self {
+        self.exclude = exclude;
+        self
+    }
+
+    /// `patch` edits an excluded file, or inside an excluded function.
+    fn excluded(&self, file: &crate::project::SourceFile, patch: &Patch) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        self.exclude.file(&file.rel)
+            || patch.edits().iter().any(|e| {
+                crate::python::outermost_enclosing(&file.parsed, e.range.start, e.range.end)
+                    .is_some_and(|def| self.exclude.function(&file.rel, &def.qualname))
+            })
     }
 
     /// Every admitted candidate, indexed by id.
@@ -384,8 +407,11 @@ impl<'p> Search<'p> {
 
     /// Re-parse and deduplicate `proposal`; admit it under the next id.
     fn admit(&mut self, lane: usize, proposal: Proposal) -> Option<CandidateId> {
-        let stats = &mut self.lanes[lane].stats;
         let file = self.project.file(&proposal.patch.file)?;
+        if self.excluded(file, &proposal.patch) {
+            return None;
+        }
+        let stats = &mut self.lanes[lane].stats;
         let checked = match candidate::check_patch(file, proposal.patch.clone(), &mut self.seen) {
             Ok(checked) => checked,
             Err(candidate::Rejected::Unparseable) => {
