@@ -71,6 +71,7 @@ struct FunctionJob {
 pub struct ClozeSource {
     rx: Receiver<Vec<Proposal>>,
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
     stats: Arc<Mutex<ClozeStats>>,
 }
 
@@ -80,11 +81,18 @@ impl ClozeSource {
     pub fn start(project: &Project, localization: &Localization, options: &ClozeOptions) -> ClozeSource {
         let jobs = plan(project, localization, options.max_lines);
         let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
-        let worker = Worker { tx, stop: Arc::clone(&stop), stats: Arc::clone(&stats), options: options.clone(), started: Instant::now() };
+        let worker = Worker {
+            tx,
+            stop: Arc::clone(&stop),
+            paused: Arc::clone(&paused),
+            stats: Arc::clone(&stats),
+            options: options.clone(),
+            started: Instant::now(),
+        };
         std::thread::spawn(move || worker.run(&jobs));
-        ClozeSource { rx, stop, stats }
+        ClozeSource { rx, stop, paused, stats }
     }
 
     /// A handle on the sampler's statistics (read after the search).
@@ -108,6 +116,10 @@ impl CandidateSource for ClozeSource {
 
     fn bound(&self) -> f64 {
         0.0
+    }
+
+    fn pause(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
     }
 
     fn next(&mut self, _view: &View<'_>) -> Produced {
@@ -187,6 +199,8 @@ fn header(text: &str, class: Option<&str>, first: usize) -> String {
 struct Worker {
     tx: Sender<Vec<Proposal>>,
     stop: Arc<AtomicBool>,
+    /// Hold the model while the search scores and confirms plausible patches.
+    paused: Arc<AtomicBool>,
     stats: Arc<Mutex<ClozeStats>>,
     options: ClozeOptions,
     started: Instant,
@@ -203,7 +217,11 @@ impl Worker {
         }
     }
 
+    /// The search is over; while it is paused, waits here (every step of the model asks).
     fn stopped(&self) -> bool {
+        while self.paused.load(Ordering::SeqCst) && !self.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         self.stop.load(Ordering::SeqCst)
     }
 

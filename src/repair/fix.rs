@@ -550,11 +550,15 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 self.config.deadline = self.last_call;
             }
             let config = self.config.clone();
+            self.pause_sources(false);
             let found = self.round(&config, on_event)?;
             if self.ranker.is_some() && !collected && !self.plausible().is_empty() {
                 collected = true;
                 self.collect_more(search_start, on_event)?;
             }
+            // Scoring and confirmation get the CPU to themselves (a language model sampling
+            // beside them made one scoring take 83 s instead of a few).
+            self.pause_sources(true);
             self.score_plausible(on_event)?;
             let (best, chose) = self.confirm_best(on_event)?;
             if best.is_some() {
@@ -582,6 +586,10 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 
     fn plausible(&self) -> Vec<CandidateId> {
         self.search.lock().expect("search lock").plausible()
+    }
+
+    fn pause_sources(&self, paused: bool) {
+        self.search.lock().expect("search lock").pause_sources(paused);
     }
 
     /// Keep searching, in rank order, for more plausible patches for the ranker to choose

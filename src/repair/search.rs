@@ -70,6 +70,10 @@ pub trait CandidateSource: Send {
 
     /// The next proposals; `view` shows every candidate so far and what validation said.
     fn next(&mut self, view: &View<'_>) -> Produced;
+
+    /// Hold (or resume) background work: the search is busy with something else that needs
+    /// the CPU (scoring and confirming plausible patches).
+    fn pause(&self, _paused: bool) {}
 }
 
 /// What sources may see of the search.
@@ -223,6 +227,13 @@ impl<'p> Search<'p> {
             proposals: 0,
             late_at,
             exclude: Exclude::default(),
+        }
+    }
+
+    /// Hold or resume every source's background work ([`CandidateSource::pause`]).
+    pub fn pause_sources(&self, paused: bool) {
+        for lane in &self.lanes {
+            lane.source.pause(paused);
         }
     }
 
