@@ -221,6 +221,11 @@ fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Muta
     let names_missing = || crash.missing_name().is_some_and(|name| replaced == name);
     let answers = match crash.kind {
         K::NameError | K::UnboundLocalError => mutation.operator == Operator::VariableMisuse && names_missing(),
+        // An attribute the class does assign, read before it was: the call made too early
+        // (at a call site, not where it raised) is the bug.
+        K::AttributeError if !crash.raised_here && crash.missing_name().is_some_and(|name| assigns_attribute(text, name)) => {
+            mutation.operator == Operator::DeleteStatement
+        }
         K::AttributeError => mutation.operator == Operator::AttributeMisuse && names_missing(),
         K::KeyError | K::IndexError => {
             matches!(mutation.operator, Operator::IndexOffByOne | Operator::Negation | Operator::ExceptionType | Operator::ConditionChange)
@@ -230,6 +235,16 @@ fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Muta
         K::ValueError | K::Other => false,
     };
     if answers { CRASH_STEER } else { 1.0 }
+}
+
+/// `text` assigns `.name` somewhere (`self.name = ...`, `self.name: T = ...`).
+fn assigns_attribute(text: &str, name: &str) -> bool {
+    let needle = format!(".{name}");
+    text.match_indices(&needle).any(|(at, _)| {
+        let rest = &text[at + needle.len()..];
+        let rest = rest.trim_start_matches([' ', '\t']);
+        (rest.starts_with('=') && !rest.starts_with("==")) || rest.starts_with(':') && rest.lines().next().is_some_and(|l| l.contains('='))
+    })
 }
 
 /// How much an operator answering the raised exception is preferred at the raising lines.
@@ -530,6 +545,16 @@ mod tests {
         assert_eq!(crash_steer(&crash, &mutation(Operator::ConstantOffByOne, at, at + 5), text), 1.0);
         let key = Crash { kind: CrashKind::KeyError, message: "'x'".into(), ..crash };
         assert_eq!(crash_steer(&key, &mutation(Operator::ConditionChange, at, at + 5), text), CRASH_STEER);
+        // An attribute the class assigns but that was read too early: at the call site (not the
+        // raising line), deleting the premature call answers it.
+        let text = "class P:\n    def __init__(self):\n        self.build()\n        self.fields = []\n        self.build()\n\n    def build(self):\n        return len(self.fields)\n";
+        let early = Crash { kind: CrashKind::AttributeError, message: "'P' object has no attribute 'fields'".into(), raised_here: false, ..key };
+        let at = text.find("        self.build()").unwrap();
+        let delete = Mutation { operator: Operator::DeleteStatement, edit: Edit::deletion(at..at + 21), description: String::new() };
+        assert_eq!(crash_steer(&early, &delete, text), CRASH_STEER);
+        assert_eq!(crash_steer(&Crash { raised_here: true, ..early.clone() }, &delete, text), 1.0);
+        let typo = Crash { message: "'P' object has no attribute 'feilds'".into(), ..early };
+        assert_eq!(crash_steer(&typo, &delete, text), 1.0);
     }
 
     #[test]

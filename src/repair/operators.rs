@@ -559,10 +559,24 @@ impl Generator<'_> {
         }
     }
 
+    /// Another attribute of the file in place of this one: first those used on the same
+    /// receiver (`self.`) in the enclosing class (or function), then by spelling, at most
+    /// [`MAX_ATTRIBUTE_ALTERNATIVES`] (a large module uses hundreds of attribute names).
     fn attribute_misuse(&mut self, node: Node<'_>) {
         let Some(attr) = node.child_by_field_name("attribute") else { return };
         let name = self.text(attr).to_string();
-        let others: Vec<String> = self.scope.attributes.iter().filter(|a| **a != name).cloned().collect();
+        let receiver = node.child_by_field_name("object").map(|o| self.text(o).to_string());
+        let region = enclosing_class(node).or_else(|| enclosing_function(node)).unwrap_or(self.parsed.root());
+        let same_receiver = receiver.map(|r| attributes_on(self.parsed, region, &r)).unwrap_or_default();
+        let mut others: Vec<(bool, usize, &String)> = self
+            .scope
+            .attributes
+            .iter()
+            .filter(|a| **a != name)
+            .map(|a| (!same_receiver.contains(a), edit_distance(&name, a), a))
+            .collect();
+        others.sort();
+        let others: Vec<String> = others.into_iter().take(MAX_ATTRIBUTE_ALTERNATIVES).map(|(_, _, a)| a.clone()).collect();
         for other in others {
             self.push(Operator::AttributeMisuse, attr, other);
         }
@@ -1027,6 +1041,36 @@ fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
 }
 
 /// The innermost function definition around `node`.
+/// Alternatives [`Operator::AttributeMisuse`] proposes per attribute.
+const MAX_ATTRIBUTE_ALTERNATIVES: usize = 16;
+
+fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "class_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// Attribute names used on `receiver` (`self.name`) anywhere under `region`.
+fn attributes_on(parsed: &Parsed, region: Node<'_>, receiver: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![region];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "attribute" && n.child_by_field_name("object").is_some_and(|o| parsed.node_text(o) == receiver) {
+            if let Some(attr) = n.child_by_field_name("attribute") {
+                out.insert(parsed.node_text(attr).to_string());
+            }
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
 pub(crate) fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node.parent();
     while let Some(n) = current {
@@ -1409,6 +1453,19 @@ mod catalogue_tests {
         assert!(wrapped.iter().any(|p| p.contains("return str(half(a - b))")), "{wrapped:#?}");
         let unwrapped = patched(src, 5, Operator::UnwrapCall);
         assert!(unwrapped.iter().any(|p| p.contains("    return a - b\n")), "{unwrapped:#?}");
+    }
+
+    #[test]
+    fn attribute_alternatives_prefer_the_receivers_own_attributes_then_spelling_and_are_capped() {
+        let mut src = String::from("class Shape:\n    def area(self):\n        return self.width * self.hieght\n\n    def scale(self):\n        self.height = 2\n\n");
+        for i in 0..40 {
+            src.push_str(&format!("def f{i}(o):\n    return o.attr_{i}\n"));
+        }
+        let v = patched(&src, 3, Operator::AttributeMisuse);
+        assert!(v.iter().any(|p| p.contains("self.width * self.height\n")), "{v:#?}");
+        assert!(v.len() <= 2 * MAX_ATTRIBUTE_ALTERNATIVES, "{}", v.len());
+        // The receiver's own attributes are kept before 40 others: width → height.
+        assert!(v.iter().any(|p| p.contains("self.height * self.hieght")), "{v:#?}");
     }
 
     #[test]
