@@ -113,12 +113,8 @@ fn best_rust(repo: &Path, threads: Option<usize>, runs: usize) -> Measured {
 
 fn run_pydriller(root: &Path, repo: &Path) -> Option<Measured> {
     let cpu = cpu_seconds(libc::RUSAGE_CHILDREN);
-    let output = Command::new(python())
-        .arg(root.join("benches/pydriller_baseline.py"))
-        .arg("--repo")
-        .arg(repo)
-        .output()
-        .ok()?;
+    let output =
+        Command::new(python()).arg(root.join("benches/pydriller_baseline.py")).arg("--repo").arg(repo).output().ok()?;
     // Includes interpreter start-up and the git processes GitPython spawns.
     let cpu_seconds = cpu_seconds(libc::RUSAGE_CHILDREN) - cpu;
     if !output.status.success() {
@@ -149,7 +145,17 @@ fn main() {
     println!("repository: {} ({package} release history)", repo.display());
     println!(
         "{:<15} {:>7} {:>7} {:>7} {:>7} {:>5} {:>5} {:>9} {:>8} {:>11} {:>9}",
-        "tool", "threads", "wall s", "cpu s", "commits", "fixes", "pairs", "commits/s", "pairs/s", "commits/cpu", "pairs/cpu"
+        "tool",
+        "threads",
+        "wall s",
+        "cpu s",
+        "commits",
+        "fixes",
+        "pairs",
+        "commits/s",
+        "pairs/s",
+        "commits/cpu",
+        "pairs/cpu"
     );
     for m in &rows {
         println!(

@@ -34,19 +34,31 @@ fn smollm() {
     let start = std::time::Instant::now();
     let (nats, tokens) = lm.score(prompt, body).unwrap();
     let secs = start.elapsed().as_secs_f64();
-    println!("smollm score        {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, {nats:.2} nats)", tokens as f64 / secs);
-    let alts: Vec<String> = ["lo = mid + 1", "lo = mid", "lo = hi", "lo = lo + 1", "return hi"].iter().map(|l| body.replace("lo = mid + 1", l)).collect();
+    println!(
+        "smollm score        {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, {nats:.2} nats)",
+        tokens as f64 / secs
+    );
+    let alts: Vec<String> = ["lo = mid + 1", "lo = mid", "lo = hi", "lo = lo + 1", "return hi"]
+        .iter()
+        .map(|l| body.replace("lo = mid + 1", l))
+        .collect();
     let alts: Vec<&str> = alts.iter().map(String::as_str).collect();
     let start = std::time::Instant::now();
     let scores = lm.score_alternatives(prompt, &alts, 256).unwrap();
     let secs = start.elapsed().as_secs_f64();
     let tokens: usize = scores.iter().map(|s| s.tokens).sum();
-    println!("smollm alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)", tokens as f64 / secs);
+    println!(
+        "smollm alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)",
+        tokens as f64 / secs
+    );
     let start = std::time::Instant::now();
     let text = lm.generate(prompt, 32, 0.0, 0, "").unwrap();
     let secs = start.elapsed().as_secs_f64();
     let tokens = lm.encode(&text).unwrap().len();
-    println!("smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)", tokens as f64 / secs);
+    println!(
+        "smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)",
+        tokens as f64 / secs
+    );
     against_llama_cpp(&lm, &path);
 }
 
@@ -57,7 +69,10 @@ fn cloze_prompt() -> String {
             "def helper_{i}(path, items):\n    \"\"\"Return the items under path.\"\"\"\n    out = []\n    for item in items:\n        if os.path.exists(os.path.join(path, item)):\n            out.append(item)\n    return out\n\n"
         )
     };
-    format!("# utils.py\nimport os\n\n{}def count_words(text):\n    words = text.split()\n    return", (0..8).map(helper).collect::<String>())
+    format!(
+        "# utils.py\nimport os\n\n{}def count_words(text):\n    words = text.split()\n    return",
+        (0..8).map(helper).collect::<String>()
+    )
 }
 
 /// Prefill and batched line sampling (16 rows sharing the prompt's cache, as `fix`'s cloze
@@ -117,7 +132,14 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = ModelDir::new(dir.path());
     let steps = if preset == "tiny" { 30 } else { 10 };
-    let opts = TrainOptions { steps, batch_size: 16, warmup_steps: 5, eval_every: 0, checkpoint_every: 0, ..TrainOptions::default() };
+    let opts = TrainOptions {
+        steps,
+        batch_size: 16,
+        warmup_steps: 5,
+        eval_every: 0,
+        checkpoint_every: 0,
+        ..TrainOptions::default()
+    };
     let summary = train(&model_dir, &cfg, &tok, &examples, &opts, &Device::Cpu, &mut |_| {}).unwrap();
     println!(
         "train  {preset:<5} {:>9} params  batch 16  {:>5} steps  {:>8.0} tokens/s  ({:.1}s, loss {:.3} → {:.3})",

@@ -12,12 +12,12 @@
 #[path = "repair/suite.rs"]
 mod suite;
 
-use deepdebug::repair::priors::Priors;
-use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use deepdebug::eval::quixbugs::{discover, evaluate_program, EvalOptions, ProgramStatus};
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixOptions, FixStatus, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
+use deepdebug::repair::priors::Priors;
+use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use std::path::Path;
 use std::time::Duration;
 
@@ -49,7 +49,10 @@ fn main() {
     } else {
         deepdebug::model::smollm::find_gguf().map(RankOptions::optional)
     };
-    println!("ranking of plausible patches: {}", if rank.is_some() { "SmolLM2 (as `fix --rank auto`)" } else { "operator score" });
+    println!(
+        "ranking of plausible patches: {}",
+        if rank.is_some() { "SmolLM2 (as `fix --rank auto`)" } else { "operator score" }
+    );
     suite::run(manifest, timeout, workers, rank.as_ref());
     if std::env::var("BENCH_LEGACY").is_ok_and(|v| v == "1") {
         legacy(manifest, timeout, workers, rank.as_ref());
@@ -123,7 +126,8 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
             Ok(outcome) => Row {
                 name,
                 fixed: matches!(outcome.status, FixStatus::Fixed { .. }),
-                class: if matches!(outcome.status, FixStatus::Fixed { .. }) { "plausible" } else { "not fixed" }.to_string(),
+                class: if matches!(outcome.status, FixStatus::Fixed { .. }) { "plausible" } else { "not fixed" }
+                    .to_string(),
                 seconds: outcome.elapsed.as_secs_f64(),
                 tried: outcome.validated.len(),
             },

@@ -6,10 +6,10 @@ use deepdebug::pytest::{Pytest, RunSpec, Session};
 use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
 use deepdebug::repair::priors::Priors;
-use std::collections::{BTreeSet, HashSet};
-use std::fmt::Write as _;
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
+use std::collections::{BTreeSet, HashSet};
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +68,8 @@ fn measure(
     jobs: usize,
 ) -> Measure {
     let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
-    let passing: BTreeSet<String> = baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
+    let passing: BTreeSet<String> =
+        baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
     let config = LabConfig {
         root: project.root(),
         selectors: &[],
@@ -119,11 +120,11 @@ fn docker_row(candidates_per_run: usize) {
     let dir = tempfile::tempdir().unwrap();
     make_project(dir.path(), 1, 5);
     let project = Project::load(dir.path()).unwrap();
-    let baseline = pytest
-        .run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(300)))
-        .unwrap();
+    let baseline =
+        pytest.run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
     let localization = localize(&project, &baseline);
-    let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    let (mut candidates, _) =
+        candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
     candidates.truncate(candidates_per_run.min(20));
     let slow = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Subprocess, 1);
     let fast = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Fork, 1);
@@ -162,12 +163,15 @@ fn main() {
     // the patched module (not only the edited function) used to dominate a child's time.
     let sizes: &[(&str, usize, usize)] = &[("small", 1, 5), ("medium", 8, 15), ("large", 30, 20), ("wide", 2, 200)];
     // `BENCH_PROJECTS=small,wide` runs only those projects (for profiling one of them).
-    let only: Option<Vec<String>> = std::env::var("BENCH_PROJECTS").ok().map(|v| v.split(',').map(str::to_string).collect());
-    let sizes: Vec<_> = sizes.iter().filter(|(name, ..)| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name))).collect();
+    let only: Option<Vec<String>> =
+        std::env::var("BENCH_PROJECTS").ok().map(|v| v.split(',').map(str::to_string).collect());
+    let sizes: Vec<_> =
+        sizes.iter().filter(|(name, ..)| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name))).collect();
     let candidates_per_run: usize = std::env::var("BENCH_CANDIDATES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     // As `fix` does: a version manager's shim is resolved once, for the baseline and the engine.
     let here = std::env::current_dir().unwrap();
-    let pytest = Pytest::in_dir(Path::new("python3"), Arc::new(Sandbox::none()), Some(&here)).expect("python3 with pytest");
+    let pytest =
+        Pytest::in_dir(Path::new("python3"), Arc::new(Sandbox::none()), Some(&here)).expect("python3 with pytest");
     println!("python: {}", pytest.python().display());
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     println!("validation engine benchmark: {candidates_per_run} candidates per run, engine start-up included");
@@ -195,13 +199,14 @@ fn main() {
         let project = Project::load(dir.path()).unwrap();
         let scratch = tempfile::tempdir().unwrap();
         copy_tree(project.root(), scratch.path()).unwrap();
-        let baseline = pytest
-            .run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300)))
-            .unwrap();
+        let baseline =
+            pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
         let localization = localize(&project, &baseline);
-        let (mut candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+        let (mut candidates, _) =
+            candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
         candidates.truncate(candidates_per_run);
-        let measure = |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
+        let measure =
+            |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
         let slow = measure(EngineChoice::Subprocess, 1);
         let fast = measure(EngineChoice::Fork, 1);
         let slow_all = measure(EngineChoice::Subprocess, cores);

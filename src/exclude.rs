@@ -63,7 +63,9 @@ impl Exclude {
     pub fn function(&self, rel: &str, qualname: &str) -> bool {
         self.file(rel)
             || self.functions.iter().any(|(g, name)| {
-                g.is_match(rel) && (qualname == name || qualname.strip_prefix(name.as_str()).is_some_and(|rest| rest.starts_with('.')))
+                g.is_match(rel)
+                    && (qualname == name
+                        || qualname.strip_prefix(name.as_str()).is_some_and(|rest| rest.starts_with('.')))
             })
     }
 }

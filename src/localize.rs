@@ -128,7 +128,8 @@ impl Localization {
         self.functions.retain(|f| !exclude.function(&f.file, &f.qualname));
         let mut spans: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
         self.lines.retain(|line| {
-            let excluded = spans.entry(line.file.clone()).or_insert_with(|| excluded_spans(project, &line.file, exclude));
+            let excluded =
+                spans.entry(line.file.clone()).or_insert_with(|| excluded_spans(project, &line.file, exclude));
             !exclude.file(&line.file) && !excluded.iter().any(|&(a, b)| (a..=b).contains(&line.line))
         });
     }
@@ -185,7 +186,10 @@ pub fn localize(project: &Project, baseline: &Session) -> Localization {
     let sbfl = spectrum.scores();
     let max_dstar = sbfl.values().map(|s| s.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
     let keys: BTreeSet<&LineKey> = sbfl.keys().chain(stack.keys()).chain(crashes.keys()).collect();
-    let tiers = Tiers { any_crash: !crashes.is_empty(), function_weight: if values.is_empty() { 0.0 } else { FUNCTION_WEIGHT } };
+    let tiers = Tiers {
+        any_crash: !crashes.is_empty(),
+        function_weight: if values.is_empty() { 0.0 } else { FUNCTION_WEIGHT },
+    };
     let mut lines: Vec<SuspiciousLine> = keys
         .into_iter()
         .map(|key| {
@@ -214,10 +218,7 @@ pub fn localize(project: &Project, baseline: &Session) -> Localization {
         .filter(|l| l.score > 0.0)
         .collect();
     lines.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.file.cmp(&b.file))
-            .then_with(|| a.line.cmp(&b.line))
+        b.score.total_cmp(&a.score).then_with(|| a.file.cmp(&b.file)).then_with(|| a.line.cmp(&b.line))
     });
     let functions = rank_functions(&defs, &lines, &values);
     Localization { lines, functions }
@@ -498,9 +499,7 @@ fn rank_functions(defs: &Defs, lines: &[SuspiciousLine], values: &HashMap<FnKey,
         }
     }
     out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| (a.end_line - a.start_line).cmp(&(b.end_line - b.start_line)))
+        b.score.total_cmp(&a.score).then_with(|| (a.end_line - a.start_line).cmp(&(b.end_line - b.start_line)))
     });
     out
 }
@@ -586,7 +585,11 @@ mod tests {
         ));
         let mut tests = vec![crashing];
         for n in 4..8 {
-            let mut t = test(&format!("tests/test_util.py::test_double[{n}]"), TestOutcome::Failed, &[("app/util.py", &[6, 7, 8])]);
+            let mut t = test(
+                &format!("tests/test_util.py::test_double[{n}]"),
+                TestOutcome::Failed,
+                &[("app/util.py", &[6, 7, 8])],
+            );
             t.failure = Some(failure("AssertionError", "assert 8 == 9", &[("tests/test_util.py", 5, "test_double")]));
             tests.push(t);
         }
@@ -617,7 +620,8 @@ mod tests {
     fn the_condition_guarding_a_raise_joins_the_crash_tier() {
         let source = "def check(age):\n    if age < 0 or age > 150:\n        raise ValueError('bad age')\n    return age\n\ndef register(person):\n    age = person['age']\n    name = person['name'].title()\n    return name, check(age)\n";
         let (_dir, project) = project(&[("people.py", source)]);
-        let mut t = test("test_people.py::test_register", TestOutcome::Failed, &[("people.py", &[1, 2, 3, 6, 7, 8, 9])]);
+        let mut t =
+            test("test_people.py::test_register", TestOutcome::Failed, &[("people.py", &[1, 2, 3, 6, 7, 8, 9])]);
         t.failure = Some(failure(
             "ValueError",
             "bad age",
@@ -645,7 +649,8 @@ mod tests {
                 TestOutcome::Failed,
                 &[("shop/cart.py", &[4, 5, 7, 8, 9, 11, 12, 13]), ("shop/pricing.py", &[1, 2, 3])],
             );
-            t.failure = Some(failure("AssertionError", "assert 160 == 180", &[("tests/test_cart.py", 7, "test_total")]));
+            t.failure =
+                Some(failure("AssertionError", "assert 160 == 180", &[("tests/test_cart.py", 7, "test_total")]));
             t.flow = with_flow.then(|| Flow {
                 last_line: Some(7),
                 calls: vec![
@@ -658,16 +663,25 @@ mod tests {
             });
             tests.push(t);
         }
-        tests.push(test("tests/test_pricing.py::test_discount", TestOutcome::Passed, &[("shop/pricing.py", &[1, 2, 3])]));
+        tests.push(test(
+            "tests/test_pricing.py::test_discount",
+            TestOutcome::Passed,
+            &[("shop/pricing.py", &[1, 2, 3])],
+        ));
         tests.push(test("tests/test_pricing.py::test_none", TestOutcome::Passed, &[("shop/pricing.py", &[1, 2, 4])]));
         session(tests)
     }
 
     #[test]
     fn a_parametrized_assertion_failure_across_two_modules_ranks_the_function_computing_the_value_in_the_top_3() {
-        let (_dir, project) = project(&[("shop/__init__.py", ""), ("shop/cart.py", CART), ("shop/pricing.py", PRICING)]);
+        let (_dir, project) =
+            project(&[("shop/__init__.py", ""), ("shop/cart.py", CART), ("shop/pricing.py", PRICING)]);
         let without = localize(&project, &parametrized_assertion_failures(false));
-        assert!(function_rank(&without, "discount").unwrap() >= 3, "spectrum alone prefers the cart's helpers: {:#?}", without.functions);
+        assert!(
+            function_rank(&without, "discount").unwrap() >= 3,
+            "spectrum alone prefers the cart's helpers: {:#?}",
+            without.functions
+        );
         let with = localize(&project, &parametrized_assertion_failures(true));
         let rank = function_rank(&with, "discount").unwrap();
         assert!(rank < 3, "{:#?}", with.functions);
@@ -682,9 +696,21 @@ mod tests {
     fn timeouts_and_failures_raised_in_test_code_are_no_crashes() {
         let (_dir, project) = project(&[("app/__init__.py", ""), ("app/api.py", API), ("app/util.py", UTIL)]);
         let mut hang = test("tests/test_api.py::test_hang", TestOutcome::Timeout, &[("app/util.py", &[6, 7, 8])]);
-        hang.failure = Some(failure("DeepdebugTimeout", "test exceeded 1.0s", &[("tests/test_api.py", 3, "test_hang"), ("app/util.py", 8, "double_big")]));
+        hang.failure = Some(failure(
+            "DeepdebugTimeout",
+            "test exceeded 1.0s",
+            &[("tests/test_api.py", 3, "test_hang"), ("app/util.py", 8, "double_big")],
+        ));
         let mut helper = test("tests/test_api.py::test_helper", TestOutcome::Failed, &[("app/util.py", &[1, 2])]);
-        helper.failure = Some(failure("KeyError", "'x'", &[("tests/test_api.py", 9, "test_helper"), ("app/util.py", 2, "normalize"), ("tests/test_api.py", 20, "callback")]));
+        helper.failure = Some(failure(
+            "KeyError",
+            "'x'",
+            &[
+                ("tests/test_api.py", 9, "test_helper"),
+                ("app/util.py", 2, "normalize"),
+                ("tests/test_api.py", 20, "callback"),
+            ],
+        ));
         let localization = localize(&project, &session(vec![hang, helper]));
         assert!(localization.lines.iter().all(|l| l.crash.is_none()), "{:#?}", localization.lines);
         let mut top: Vec<usize> = localization.lines.iter().take(2).map(|l| l.line).collect();
@@ -702,7 +728,8 @@ mod tests {
         };
         assert_eq!(crash("NameError", "name 'totl' is not defined").missing_name(), Some("totl"));
         assert_eq!(
-            crash("UnboundLocalError", "cannot access local variable 'n' where it is not associated with a value").missing_name(),
+            crash("UnboundLocalError", "cannot access local variable 'n' where it is not associated with a value")
+                .missing_name(),
             Some("n")
         );
         assert_eq!(crash("AttributeError", "'Cart' object has no attribute 'itms'").missing_name(), Some("itms"));

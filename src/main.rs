@@ -46,7 +46,9 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Fix(args) => cli::fix::run(&args, matches.subcommand_matches("fix").expect("the fix subcommand's matches")),
+        Command::Fix(args) => {
+            cli::fix::run(&args, matches.subcommand_matches("fix").expect("the fix subcommand's matches"))
+        }
         Command::Priors(args) => cli::priors::run(&args),
         Command::Templates(args) => cli::templates::run(&args),
         Command::Inject(args) => cli::inject::run(&args),

@@ -48,13 +48,8 @@ impl Patch {
     pub fn new(file: impl Into<String>, mut edits: Vec<Edit>) -> Result<Patch, OverlapError> {
         edits.sort_by_key(|e| (e.range.start, e.range.end));
         for pair in edits.windows(2) {
-            if pair[1].range.start < pair[0].range.end
-                || (pair[0].range == pair[1].range && pair[0].range.is_empty())
-            {
-                return Err(OverlapError {
-                    first: pair[0].range.clone(),
-                    second: pair[1].range.clone(),
-                });
+            if pair[1].range.start < pair[0].range.end || (pair[0].range == pair[1].range && pair[0].range.is_empty()) {
+                return Err(OverlapError { first: pair[0].range.clone(), second: pair[1].range.clone() });
             }
         }
         Ok(Patch { file: file.into(), edits })
@@ -100,11 +95,7 @@ impl Patch {
 #[must_use]
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let body = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string();
+    let body = diff.unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
     if body.is_empty() {
         return body;
     }
@@ -118,11 +109,7 @@ mod tests {
     #[test]
     fn edits_apply_in_order_regardless_of_how_they_were_given() {
         let text = "a < b and c + d";
-        let patch = Patch::new(
-            "x.py",
-            vec![Edit::replacement(12..13, "-"), Edit::replacement(2..3, "<=")],
-        )
-        .unwrap();
+        let patch = Patch::new("x.py", vec![Edit::replacement(12..13, "-"), Edit::replacement(2..3, "<=")]).unwrap();
         assert_eq!(patch.apply(text), "a <= b and c - d");
     }
 

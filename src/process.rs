@@ -54,11 +54,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            memory_bytes: Some(4 << 30),
-            cpu_seconds: None,
-            file_bytes: Some(1 << 30),
-        }
+        Limits { memory_bytes: Some(4 << 30), cpu_seconds: None, file_bytes: Some(1 << 30) }
     }
 }
 
@@ -81,18 +77,10 @@ const GRACE: Duration = Duration::from_millis(300);
 ///
 /// # Errors
 /// When the child cannot be started or the capture files cannot be created.
-pub fn run(
-    command: &mut Command,
-    timeout: Duration,
-    limits: Limits,
-    scratch: &Path,
-) -> std::io::Result<Output> {
+pub fn run(command: &mut Command, timeout: Duration, limits: Limits, scratch: &Path) -> std::io::Result<Output> {
     let out_file = tempfile::NamedTempFile::new_in(scratch)?;
     let err_file = tempfile::NamedTempFile::new_in(scratch)?;
-    command
-        .stdin(Stdio::null())
-        .stdout(out_file.reopen()?)
-        .stderr(err_file.reopen()?);
+    command.stdin(Stdio::null()).stdout(out_file.reopen()?).stderr(err_file.reopen()?);
     // SAFETY: only async-signal-safe libc calls between fork and exec.
     unsafe {
         command.pre_exec(move || {
@@ -132,12 +120,7 @@ pub fn run(
     let elapsed = start.elapsed();
     // Reap anything the child left behind in its group (daemons, stuck grandchildren).
     kill_group(pgid, libc::SIGKILL);
-    Ok(Output {
-        exit,
-        elapsed,
-        stdout: read_lossy(out_file.path()),
-        stderr: read_lossy(err_file.path()),
-    })
+    Ok(Output { exit, elapsed, stdout: read_lossy(out_file.path()), stderr: read_lossy(err_file.path()) })
 }
 
 /// Apply `limits` to the calling process (call between fork and exec).
@@ -150,10 +133,7 @@ pub fn apply_limits(limits: Limits) {
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: Option<u64>) {
     if let Some(value) = value {
-        let limit = libc::rlimit {
-            rlim_cur: value,
-            rlim_max: value,
-        };
+        let limit = libc::rlimit { rlim_cur: value, rlim_max: value };
         // SAFETY: setrlimit with a valid pointer is async-signal-safe.
         unsafe {
             libc::setrlimit(resource, &raw const limit);
@@ -204,10 +184,7 @@ mod tests {
     fn a_hanging_child_and_its_grandchildren_are_killed_at_the_timeout() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("alive");
-        let script = format!(
-            "(sleep 1.5; touch {}) & sleep 30",
-            marker.display()
-        );
+        let script = format!("(sleep 1.5; touch {}) & sleep 30", marker.display());
         let out = sh(&script, Duration::from_millis(300));
         assert!(out.exit.is_timeout());
         assert!(out.elapsed < Duration::from_secs(5));

@@ -6,8 +6,23 @@ use std::path::{Path, PathBuf};
 
 /// Directories never copied or scanned.
 const SKIP_DIRS: &[&str] = &[
-    ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox",
-    ".nox", ".venv", "venv", "env", "node_modules", "build", "dist", ".eggs", "target",
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "env",
+    "node_modules",
+    "build",
+    "dist",
+    ".eggs",
+    "target",
 ];
 
 /// Errors reading a project.

@@ -121,14 +121,17 @@ pub fn load(root: &Path) -> Result<Vec<(Origin, FileSettings)>, SettingsError> {
     let pyproject = root.join("pyproject.toml");
     if let Some(text) = read(&pyproject)? {
         let origin = Origin::Pyproject(pyproject);
-        if let Some(settings) = from_pyproject(&text).map_err(|message| SettingsError::Invalid { origin: origin.clone(), message })? {
+        if let Some(settings) =
+            from_pyproject(&text).map_err(|message| SettingsError::Invalid { origin: origin.clone(), message })?
+        {
             out.push((origin, settings.rooted(root)));
         }
     }
     let own = root.join("deepdebug.toml");
     if let Some(text) = read(&own)? {
         let origin = Origin::DeepdebugToml(own);
-        let settings: FileSettings = toml::from_str(&text).map_err(|e| SettingsError::Invalid { origin: origin.clone(), message: message(&e, &text) })?;
+        let settings: FileSettings = toml::from_str(&text)
+            .map_err(|e| SettingsError::Invalid { origin: origin.clone(), message: message(&e, &text) })?;
         out.push((origin, settings.rooted(root)));
     }
     Ok(out)
@@ -136,9 +139,10 @@ pub fn load(root: &Path) -> Result<Vec<(Origin, FileSettings)>, SettingsError> {
 
 fn read(path: &Path) -> Result<Option<String>, SettingsError> {
     match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| SettingsError::Invalid { origin: Origin::DeepdebugToml(path.to_path_buf()), message: "not UTF-8".into() }),
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| SettingsError::Invalid {
+            origin: Origin::DeepdebugToml(path.to_path_buf()),
+            message: "not UTF-8".into(),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SettingsError::Read { path: path.to_path_buf(), source }),
     }
@@ -160,7 +164,10 @@ fn from_pyproject(text: &str) -> Result<Option<FileSettings>, String> {
 
 /// toml's message, one line, with the line it points at.
 fn message(e: &toml::de::Error, text: &str) -> String {
-    let line = e.span().map(|s| format!(" (line {})", text[..s.start.min(text.len())].matches('\n').count() + 1)).unwrap_or_default();
+    let line = e
+        .span()
+        .map(|s| format!(" (line {})", text[..s.start.min(text.len())].matches('\n').count() + 1))
+        .unwrap_or_default();
     format!("{}{line}", e.message().trim())
 }
 
@@ -214,8 +221,14 @@ mod tests {
 
     #[test]
     fn unknown_keys_bad_types_and_bad_durations_are_errors_naming_the_file_and_key() {
-        let err = load(project(&[("pyproject.toml", "[tool.deepdebug]\ntimout = '60s'\n")]).path()).unwrap_err().to_string();
-        assert!(err.contains("pyproject.toml [tool.deepdebug]") && err.contains("unknown field `timout`") && err.contains("(line 2)"), "{err}");
+        let err =
+            load(project(&[("pyproject.toml", "[tool.deepdebug]\ntimout = '60s'\n")]).path()).unwrap_err().to_string();
+        assert!(
+            err.contains("pyproject.toml [tool.deepdebug]")
+                && err.contains("unknown field `timout`")
+                && err.contains("(line 2)"),
+            "{err}"
+        );
         let err = load(project(&[("deepdebug.toml", "jobs = 'two'\n")]).path()).unwrap_err().to_string();
         assert!(err.contains("deepdebug.toml") && err.contains("invalid type"), "{err}");
         let err = load(project(&[("deepdebug.toml", "timeout = '60 parsecs'\n")]).path()).unwrap_err().to_string();

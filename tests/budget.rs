@@ -38,7 +38,9 @@ fn big_project(expected: &str) -> tempfile::TempDir {
     }
     let mut tests = String::from("from pkg.big import *\n\n");
     for i in (0..190).step_by(3) {
-        tests.push_str(&format!("def test_helper_{i}():\n    assert helper_{i}([1, 2, 3, 9]) == helper_{i}([1, 2, 3, 9])\n\n"));
+        tests.push_str(&format!(
+            "def test_helper_{i}():\n    assert helper_{i}([1, 2, 3, 9]) == helper_{i}([1, 2, 3, 9])\n\n"
+        ));
     }
     tests.push_str("def test_window_inside():\n    assert clamp_window([1, 2, 3, 4, 5], 1, 2) == [2, 3]\n\n");
     tests.push_str(&format!("def test_window_end():\n    assert clamp_window([1, 2, 3, 4, 5], 3, 5) == {expected}\n"));

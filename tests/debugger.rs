@@ -11,7 +11,6 @@ use deepdebug::debugger::trace::{ExitKind, Trace};
 use deepdebug::debugger::tree::NodeKind;
 use std::path::{Path, PathBuf};
 
-
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -23,8 +22,6 @@ fn sample_subset(dir: &Path, n: usize) -> String {
     std::fs::write(&path, text.lines().take(n).map(|l| format!("{l}\n")).collect::<String>()).expect("write subset");
     path.display().to_string()
 }
-
-
 
 fn write_code(dir: &Path, code: &str) -> String {
     let path = dir.join("code.py");
@@ -66,7 +63,9 @@ fn trace_grammar_matches_the_paper_format() {
     let text = stdout_ok(&["trace", "--code", &code_path, "--call", "count('ab', 'b')", "--grammar"], "");
     assert!(text.starts_with("<|begin_of_text|><|trace_context_start|>def count(s, t):\n"));
     assert!(text.contains("<|frame_sep|><|call_sep|><|src_sep|>def count(s, t):<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\"}<|action_sep|><|step_into|>"));
-    assert!(text.contains("<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\", \"n\": \"0\"}<|src_sep|>    for c in s:"));
+    assert!(
+        text.contains("<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\", \"n\": \"0\"}<|src_sep|>    for c in s:")
+    );
     assert!(text.contains("<|frame_sep|><|return_sep|><|src_sep|>    return n<|arg_sep|>\"1\""));
     assert!(text.trim_end().ends_with("<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>"));
 }
@@ -125,7 +124,8 @@ fn debug_front_end_reads_commands_from_stdin() {
     assert!(out.contains("  main:8 | return count('berry', 'r')\n  count:5 | return n"), "{out}");
     assert!(out.contains("\"n\": \"2\", \"c\": \"'y'\""), "{out}");
     // The oracle backend goes through serialize -> predict -> parse and agrees.
-    let oracle = stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "step\nstep\nnext\nbreak 5\nreturn\ncontinue\n");
+    let oracle =
+        stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "step\nstep\nnext\nbreak 5\nreturn\ncontinue\n");
     let lines: Vec<&str> = oracle.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 7, "{oracle}");
     assert_eq!(lines[4], "[line]     return n");
@@ -137,7 +137,10 @@ fn debug_front_end_reads_commands_from_stdin() {
 #[test]
 fn debug_replays_a_saved_trace_and_reports_the_exception() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let code_path = write_code(dir.path(), "def f(xs):\n    total = 0\n    for x in xs:\n        total += 10 // x\n    return total\n");
+    let code_path = write_code(
+        dir.path(),
+        "def f(xs):\n    total = 0\n    for x in xs:\n        total += 10 // x\n    return total\n",
+    );
     let trace_path = dir.path().join("t.json").display().to_string();
     stdout_ok(&["trace", "--code", &code_path, "--call", "f([5, 0])", "--out", &trace_path], "");
     let out = stdout_ok(&["debug", "--trace", &trace_path], "break total += 10 // x\nnext\nnext\nnext\ncontinue\n");
@@ -186,7 +189,11 @@ fn next_state_eval_oracle_is_exact_and_copy_last_is_not() {
     let input = sample_subset(dir.path(), 8);
     let input = input.as_str();
     let report = |p: &str| -> serde_json::Value {
-        serde_json::from_str(&stdout_ok(&["eval-next-state", "--input", input, "--per-trace", "4", "--seed", "1", "--predictor", p], "")).expect("report")
+        serde_json::from_str(&stdout_ok(
+            &["eval-next-state", "--input", input, "--per-trace", "4", "--seed", "1", "--predictor", p],
+            "",
+        ))
+        .expect("report")
     };
     let oracle = report("oracle");
     let total = oracle["overall"]["exact"]["total"].as_u64().expect("total");
@@ -203,7 +210,9 @@ fn next_state_eval_oracle_is_exact_and_copy_last_is_not() {
 #[test]
 fn cruxeval_oracle_passes_every_task_of_the_sample() {
     let input = repo("datasets/cruxeval_sample.jsonl");
-    let report: serde_json::Value = serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], "")).expect("report");
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], ""))
+            .expect("report");
     assert_eq!(report["rows"], 20);
     for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
         assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
@@ -218,10 +227,16 @@ impl NextStatePredictor for WrongValues {
     fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
         let frame = self.0.predict_frame(prompt)?;
         Ok(match frame {
-            Frame::State { event, src, arg: Arg::Value(_) } => Frame::State { event, src, arg: Arg::Value("'wrong'".into()) },
-            Frame::State { event: event @ NodeKind::InvCall, src, arg: Arg::Locals(l) } => {
-                Frame::State { event, src, arg: Arg::Locals(l.into_iter().map(|(k, v)| if k == ".." { (k, v) } else { (k, "None".into()) }).collect()) }
+            Frame::State { event, src, arg: Arg::Value(_) } => {
+                Frame::State { event, src, arg: Arg::Value("'wrong'".into()) }
             }
+            Frame::State { event: event @ NodeKind::InvCall, src, arg: Arg::Locals(l) } => Frame::State {
+                event,
+                src,
+                arg: Arg::Locals(
+                    l.into_iter().map(|(k, v)| if k == ".." { (k, v) } else { (k, "None".into()) }).collect(),
+                ),
+            },
             other => other,
         }
         .serialize())
@@ -233,7 +248,8 @@ fn cruxeval_scores_wrong_predictions_as_failures() {
     let text = std::fs::read_to_string(repo("datasets/cruxeval_sample.jsonl")).expect("dataset");
     let rows: Vec<CruxRow> = text.lines().take(4).map(|l| serde_json::from_str(l).expect("row")).collect();
     let limits = RecordLimits::standard();
-    let traces: Vec<Option<Trace>> = rows.iter().map(|r| record_call(&r.code, &format!("f({})", r.input), &limits).ok()).collect();
+    let traces: Vec<Option<Trace>> =
+        rows.iter().map(|r| record_call(&r.code, &format!("f({})", r.input), &limits).ok()).collect();
     let oracle = || OraclePredictor::new(traces.iter().flatten().cloned().collect());
     let good = cruxeval::evaluate(&rows, &traces, &mut oracle(), &limits).expect("python runs");
     assert_eq!(good.pass_at_1.input_inv_step_call, 1.0);

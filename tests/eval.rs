@@ -39,8 +39,14 @@ fn every_fixture_program_gets_its_expected_classification() {
     copy(&fixtures(), &root);
     // A bug no operator repairs (the fix needs a new `% 10`): the not-fixed path.
     let program = |dir: &str, body: &str| std::fs::write(root.join(dir).join("digit_sum.py"), body).unwrap();
-    program("python_programs", "def digit_sum(n):\n    total = 0\n    while n:\n        total += n\n        n //= 10\n    return total\n");
-    program("correct_python_programs", "def digit_sum(n):\n    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n");
+    program(
+        "python_programs",
+        "def digit_sum(n):\n    total = 0\n    while n:\n        total += n\n        n //= 10\n    return total\n",
+    );
+    program(
+        "correct_python_programs",
+        "def digit_sum(n):\n    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n",
+    );
     let cases = "[123, 6]\n[0, 0]\n[9, 9]\n[1000, 1]\n[98765, 35]\n[40, 4]\n";
     std::fs::write(root.join("json_testcases/digit_sum.json"), cases).unwrap();
     let tests = std::fs::read_to_string(root.join("python_testcases/test_running_max.py")).unwrap();
@@ -65,10 +71,10 @@ fn every_fixture_program_gets_its_expected_classification() {
     let status: BTreeMap<&str, &str> =
         programs.iter().map(|p| (p["name"].as_str().unwrap(), p["status"].as_str().unwrap())).collect();
     let expected = BTreeMap::from([
-        ("isqrt", "genuine"),          // hangs when buggy; `-` → `+` in the midpoint
-        ("digit_sum", "not-fixed"),    // needs a new `% 10`
-        ("merge_sorted", "genuine"),   // two new statements: the remainders of both inputs
-        ("reachable", "genuine"),      // no JSON cases: AST equality with the correct program
+        ("isqrt", "genuine"),        // hangs when buggy; `-` → `+` in the midpoint
+        ("digit_sum", "not-fixed"),  // needs a new `% 10`
+        ("merge_sorted", "genuine"), // two new statements: the remainders of both inputs
+        ("reachable", "genuine"),    // no JSON cases: AST equality with the correct program
         ("running_max", "genuine"),
         ("sum_sign", "plausible-only"), // weak tests never try a zero sum
     ]);

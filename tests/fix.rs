@@ -11,7 +11,6 @@ fn deepdebug() -> Command {
     Command::new(env!("CARGO_BIN_EXE_deepdebug"))
 }
 
-
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(root)
         .into_iter()
@@ -221,11 +220,7 @@ fn passing_suite_exits_with_code_4() {
 #[test]
 fn python_without_pytest_exits_with_code_5() {
     let venv = tempfile::tempdir().unwrap();
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--without-pip"])
-        .arg(venv.path())
-        .status()
-        .unwrap();
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(venv.path()).status().unwrap();
     assert!(made.success());
     let dir = project(&[("test_x.py", "def test_x():\n    assert False\n")]);
     let python = venv.path().join("bin/python");
@@ -322,10 +317,8 @@ fn priors_learned_from_mined_pairs_are_written_and_used_by_fix() {
         ("def f(a, b):\n    return a > b\n", "def f(a, b):\n    return a >= b\n"),
         ("def g(n):\n    return n + 1\n", "def g(n):\n    return n - 1\n"),
     ];
-    let text: String = rows
-        .iter()
-        .map(|(b, a)| format!("{}\n", serde_json::json!({"repo": "r", "before": b, "after": a})))
-        .collect();
+    let text: String =
+        rows.iter().map(|(b, a)| format!("{}\n", serde_json::json!({"repo": "r", "before": b, "after": a}))).collect();
     std::fs::write(&data, text).unwrap();
     let priors = dir.path().join("priors.json");
     let out = deepdebug().args(["priors", "--data"]).arg(&data).arg("--out").arg(&priors).output().unwrap();
@@ -529,6 +522,10 @@ fn tests_names_the_failures_to_fix_and_the_rest_of_the_suite_guards_against_regr
     // The whole suite ran in the baseline; only the selected failure is to be fixed, and the
     // unrelated failure outside the selection does not block confirmation.
     assert_eq!(report["baseline"]["tests"], 4);
-    let check = Command::new("python3").args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "test_b.py"]).current_dir(dir.path()).output().unwrap();
+    let check = Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "test_b.py"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert!(check.status.success(), "the applied patch breaks a test that passed: {}", stdout(&check));
 }

@@ -6,7 +6,6 @@ use common::project;
 use std::path::Path;
 use std::process::{Command, Output};
 
-
 fn inject(repos: &[&Path], out: &Path, extra: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepdebug"));
     cmd.arg("inject");
@@ -46,9 +45,14 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     }
     // The untested function is never mutated; traces carry locals of the failing frames.
     assert!(rows.iter().all(|r| r["function"] != "untested"));
-    assert!(rows.iter().any(|r| r["trace"].as_array().unwrap().iter().any(|f| !f["locals"].as_object().unwrap().is_empty())));
+    assert!(rows.iter().any(|r| r["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| !f["locals"].as_object().unwrap().is_empty())));
     let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary-shard-00000-of-00001.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary-shard-00000-of-00001.json")).unwrap())
+            .unwrap();
     let kinds = summary["by_kind"].as_object().unwrap();
     let kept: u64 = kinds.values().map(|k| k["killed"].as_u64().unwrap()).sum();
     assert_eq!(kept as usize, rows.len());
@@ -63,7 +67,8 @@ fn injected_bugs_are_caught_by_tests_and_recorded_with_traces() {
     let again = tempfile::tempdir().unwrap();
     inject(&[repo.path()], again.path(), &[]);
     let first: Vec<_> = rows.iter().map(|r| r["buggy_function"].clone()).collect();
-    let second: Vec<_> = self::rows(again.path(), "shard-00000-of-00001").iter().map(|r| r["buggy_function"].clone()).collect();
+    let second: Vec<_> =
+        self::rows(again.path(), "shard-00000-of-00001").iter().map(|r| r["buggy_function"].clone()).collect();
     assert_eq!(first, second);
     inject(&[repo.path()], out.path(), &[]);
     assert_eq!(self::rows(out.path(), "shard-00000-of-00001").len(), rows.len());
@@ -85,7 +90,8 @@ fn rows_of_an_interrupted_repository_are_dropped_on_resume() {
 #[test]
 fn shards_split_repositories_and_bad_repositories_are_skipped() {
     let good = project(&[("calc.py", CALC), ("test_calc.py", TESTS)]);
-    let broken = project(&[("calc.py", "def f(:\n"), ("test_calc.py", "from calc import f\n\ndef test_f():\n    assert f()\n")]);
+    let broken =
+        project(&[("calc.py", "def f(:\n"), ("test_calc.py", "from calc import f\n\ndef test_f():\n    assert f()\n")]);
     let out = tempfile::tempdir().unwrap();
     let mut paths = [good.path(), broken.path()];
     paths.sort();

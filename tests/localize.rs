@@ -39,9 +39,8 @@ fn localize_fixture(name: &str) -> Localization {
     copy_tree(&fixture_root().join(name), scratch.path()).unwrap();
     let project = Project::load(scratch.path()).unwrap();
     let pytest = Pytest::new(Path::new("python3")).unwrap();
-    let baseline = pytest
-        .run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(120)))
-        .unwrap();
+    let baseline =
+        pytest.run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(120))).unwrap();
     assert!(baseline.failing().count() > 0, "{name}: the baseline passes:\n{}", baseline.output_tail);
     localize(&project, &baseline)
 }
@@ -56,7 +55,9 @@ fn bug_rank(name: &str, localization: &Localization) -> Option<usize> {
 fn bug_line_rank(name: &str, localization: &Localization) -> Option<usize> {
     let (file, qualname) = bug(name);
     let function = localization.functions.iter().find(|f| f.file == file && f.qualname == qualname)?;
-    let inside = |l: &&deepdebug::localize::SuspiciousLine| l.file == file && (function.start_line..=function.end_line).contains(&l.line);
+    let inside = |l: &&deepdebug::localize::SuspiciousLine| {
+        l.file == file && (function.start_line..=function.end_line).contains(&l.line)
+    };
     localization.lines.iter().position(|l| inside(&l))
 }
 

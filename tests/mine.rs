@@ -123,7 +123,10 @@ fn fix_commit_yields_only_its_nontrivial_function_edit() {
     assert_eq!(row.message, "Fix withdraw adding instead of subtracting");
     assert!(row.context.contains("import os") && row.context.contains("# target edit"), "{}", row.context);
     let t = report.totals;
-    assert_eq!((t.commits_walked, t.fix_commits, t.functions_edited, t.trivial_edits_dropped, t.pairs_written), (3, 1, 2, 1, 1));
+    assert_eq!(
+        (t.commits_walked, t.fix_commits, t.functions_edited, t.trivial_edits_dropped, t.pairs_written),
+        (3, 1, 2, 1, 1)
+    );
     assert_eq!(report.repos[0].outcome, RepoOutcome::Mined);
 }
 
@@ -224,7 +227,8 @@ fn bare_clone_yields_the_same_pairs_as_its_work_tree() {
     let a = read_rows(&mine(&config(&tmp.path().join("out_a"), &[&repo.path])).unwrap());
     let b = read_rows(&mine(&config(&tmp.path().join("out_b"), &[&bare])).unwrap());
     assert_eq!(a.len(), 1);
-    let strip = |rows: Vec<PairRow>| rows.into_iter().map(|r| (r.commit, r.function, r.before, r.after)).collect::<Vec<_>>();
+    let strip =
+        |rows: Vec<PairRow>| rows.into_iter().map(|r| (r.commit, r.function, r.before, r.after)).collect::<Vec<_>>();
     assert_eq!(strip(a), strip(b));
 }
 
@@ -315,7 +319,10 @@ fn parquet_copy_has_the_same_rows_as_the_jsonl_shard() {
 
 fn cli(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepdebug"));
-    cmd.args(args).env_remove("JOB_COMPLETION_INDEX").env_remove("SLURM_ARRAY_TASK_ID").env_remove("SLURM_ARRAY_TASK_MIN");
+    cmd.args(args)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("SLURM_ARRAY_TASK_MIN");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -375,7 +382,10 @@ fn repos_from_file_skips_comments_and_blank_lines() {
     let text = format!("# corpus\n{}\n\n  {}  \n{}\n", repos[0].display(), repos[1].display(), repos[2].display());
     std::fs::write(&list, text).unwrap();
     let out = tmp.path().join("out");
-    let run = cli(&["mine", "-q", "--no-parquet", "--repos-from", list.to_str().unwrap(), "--out", out.to_str().unwrap()], &[]);
+    let run = cli(
+        &["mine", "-q", "--no-parquet", "--repos-from", list.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &[],
+    );
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let report: MineReport =
         serde_json::from_slice(&std::fs::read(out.join("report-shard-00000-of-00001.json")).unwrap()).unwrap();
@@ -405,7 +415,8 @@ fn a_long_history_is_mined_in_chunks_in_walk_order() {
             body.len(),
         ));
     }
-    let mut import = git_command(&repo.path).args(["fast-import", "--quiet"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut import =
+        git_command(&repo.path).args(["fast-import", "--quiet"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
     std::io::Write::write_all(import.stdin.as_mut().unwrap(), stream.as_bytes()).unwrap();
     drop(import.stdin.take());
     assert!(import.wait().unwrap().success());

@@ -5,7 +5,9 @@ use candle_core::Device;
 use deepdebug::model::data::{focal_source, Example};
 use deepdebug::model::t5::Seq2Seq;
 use deepdebug::model::tokenizer::{EOS_ID, PAD_ID};
-use deepdebug::model::{train, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, Task, TrainEvent, TrainOptions};
+use deepdebug::model::{
+    train, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, Task, TrainEvent, TrainOptions,
+};
 use std::path::Path;
 use std::process::Command;
 
@@ -22,7 +24,8 @@ fn dataset(n: usize) -> Vec<Example> {
             let name = names[i % names.len()];
             let (good, bad) = ops[(i / names.len()) % ops.len()];
             let k = i % 7;
-            let body = |op: &str| format!("def {name}(a, b):\n    if a {op} {k}:\n        return b\n    return a {op} b\n");
+            let body =
+                |op: &str| format!("def {name}(a, b):\n    if a {op} {k}:\n        return b\n    return a {op} b\n");
             Example { source: focal_source(&body(bad), None), target: body(good) }
         })
         .collect()
@@ -107,16 +110,19 @@ fn weights(path: &Path) -> std::collections::BTreeMap<String, Vec<f32>> {
     candle_core::safetensors::load(path, &Device::Cpu)
         .unwrap()
         .into_iter()
-        .map(|(k, t)| (k, t.flatten_all().unwrap().to_dtype(candle_core::DType::F32).unwrap().to_vec1::<f32>().unwrap()))
+        .map(|(k, t)| {
+            (k, t.flatten_all().unwrap().to_dtype(candle_core::DType::F32).unwrap().to_vec1::<f32>().unwrap())
+        })
         .collect()
 }
 
 /// Largest absolute difference between two weight sets with the same names and shapes.
-fn max_abs_diff(a: &std::collections::BTreeMap<String, Vec<f32>>, b: &std::collections::BTreeMap<String, Vec<f32>>) -> f32 {
+fn max_abs_diff(
+    a: &std::collections::BTreeMap<String, Vec<f32>>,
+    b: &std::collections::BTreeMap<String, Vec<f32>>,
+) -> f32 {
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
-    a.iter()
-        .flat_map(|(k, x)| x.iter().zip(&b[k]).map(|(p, q)| (p - q).abs()))
-        .fold(0.0, f32::max)
+    a.iter().flat_map(|(k, x)| x.iter().zip(&b[k]).map(|(p, q)| (p - q).abs())).fold(0.0, f32::max)
 }
 
 #[test]
@@ -164,7 +170,8 @@ fn training_stopped_at_a_checkpoint_and_resumed_equals_an_uninterrupted_run() {
     let legacy = ModelDir::new(legacy);
     train(&legacy, &cfg, &tok, &examples, &mid, &Device::Cpu, &mut |_| {}).unwrap();
     std::fs::remove_file(legacy.optimizer_path()).unwrap();
-    let again = train(&legacy, &cfg, &tok, &examples, &TrainOptions { steps: 12, ..mid }, &Device::Cpu, &mut |_| {}).unwrap();
+    let again =
+        train(&legacy, &cfg, &tok, &examples, &TrainOptions { steps: 12, ..mid }, &Device::Cpu, &mut |_| {}).unwrap();
     assert!(!again.optimizer_restored);
     assert_eq!(again.steps, 2);
 }
@@ -217,7 +224,9 @@ fn saved_model_reloads_and_cached_sampler_matches_reference_decoding() {
         let mut src = tok.encode(&ex.source).unwrap();
         src.push(EOS_ID);
         let want = reference.greedy(&src, PAD_ID, EOS_ID, 40).unwrap();
-        let got = sampler.sample(&ex.source, &SampleOptions { n: 1, temperature: 0.0, max_len: 40, ..SampleOptions::default() }).unwrap();
+        let got = sampler
+            .sample(&ex.source, &SampleOptions { n: 1, temperature: 0.0, max_len: 40, ..SampleOptions::default() })
+            .unwrap();
         assert_eq!(got.samples[0].text, tok.decode(&want).unwrap());
     }
 }
@@ -273,7 +282,11 @@ fn skeleton_command_fits_the_budget_in_tokenizer_tokens() {
 
 fn write_project(root: &Path) {
     std::fs::write(root.join("text.py"), "def shout(s):\n    return s.lower() + '!'\n").unwrap();
-    std::fs::write(root.join("test_text.py"), "from text import shout\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n").unwrap();
+    std::fs::write(
+        root.join("test_text.py"),
+        "from text import shout\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n",
+    )
+    .unwrap();
 }
 
 #[test]
@@ -281,7 +294,8 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     // A tiny patcher trained to rewrite `shout` (the fixture's bug); it memorizes the target.
     let buggy = "def shout(s):\n    return s.lower() + '!'\n";
     let fixed = "def shout(s):\n    return s.upper() + '!'\n";
-    let mut examples: Vec<Example> = (0..16).map(|_| Example { source: focal_source(buggy, None), target: fixed.into() }).collect();
+    let mut examples: Vec<Example> =
+        (0..16).map(|_| Example { source: focal_source(buggy, None), target: fixed.into() }).collect();
     examples.extend(dataset(16));
     let tok = tokenizer(&examples);
     let cfg = config(&tok).with_task(Task::Patch);
@@ -314,14 +328,16 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     assert!(report["tried"].as_array().unwrap().iter().all(|t| t["source"] != "neural"));
 
     // A directory that is not a model is a usage error.
-    let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(project.path()).output().unwrap();
+    let out =
+        deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(project.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 
     // So is a model trained for another task (here the same weights relabelled bug-create).
     let config = std::fs::read_to_string(model_dir.config_path()).unwrap();
     assert!(config.contains("\"task\": \"patch\""), "{config}");
     std::fs::write(model_dir.config_path(), config.replace("\"task\": \"patch\"", "\"task\": \"bug-create\"")).unwrap();
-    let out = deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(&model_dir.path).output().unwrap();
+    let out =
+        deepdebug().args(["fix", "--repo"]).arg(project.path()).arg("--model").arg(&model_dir.path).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bug-create model"), "{stderr}");
@@ -358,7 +374,8 @@ fn smollm2_alternatives_differ_by_as_much_as_their_full_scores_when_installed() 
     let mut lm = SmolLm::load(&path, &Device::Cpu).unwrap();
     let prompt = "# util.py\n\n";
     let body = "def largest(xs):\n    best = xs[0]\n    for x in xs:\n        if x > best:\n            best = x\n    return best\n";
-    let texts: Vec<String> = ["x > best", "x < best", "x >= best", "not x"].iter().map(|c| body.replace("x > best", c)).collect();
+    let texts: Vec<String> =
+        ["x > best", "x < best", "x >= best", "not x"].iter().map(|c| body.replace("x > best", c)).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let alts = lm.score_alternatives(prompt, &texts, 256).unwrap();
     let full: Vec<f64> = texts.iter().map(|t| lm.score(prompt, t).unwrap().0).collect();
@@ -385,7 +402,22 @@ fn train_and_sample_commands_work_end_to_end_on_mined_rows() {
     std::fs::write(&data, rows.join("\n")).unwrap();
     let model = dir.path().join("model");
     let out = deepdebug()
-        .args(["train", "--task", "bug-create", "--preset", "tiny", "--vocab-size", "300", "--steps", "3", "--batch-size", "4", "--warmup", "1", "--data"])
+        .args([
+            "train",
+            "--task",
+            "bug-create",
+            "--preset",
+            "tiny",
+            "--vocab-size",
+            "300",
+            "--steps",
+            "3",
+            "--batch-size",
+            "4",
+            "--warmup",
+            "1",
+            "--data",
+        ])
         .arg(&data)
         .arg("--model")
         .arg(&model)
@@ -396,7 +428,13 @@ fn train_and_sample_commands_work_end_to_end_on_mined_rows() {
     let cfg = ModelDir::new(&model).config().unwrap();
     assert_eq!((cfg.task, cfg.d_model), (Task::BugCreate, 64));
     // Training again as `patch` into the same directory is refused.
-    let out = deepdebug().args(["train", "--task", "patch", "--steps", "4", "--data"]).arg(&data).arg("--model").arg(&model).output().unwrap();
+    let out = deepdebug()
+        .args(["train", "--task", "patch", "--steps", "4", "--data"])
+        .arg(&data)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 
     let src = dir.path().join("m.py");
@@ -421,7 +459,8 @@ fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
     // A tiny bug-creator that memorizes one bug of `shout` (upper → lower).
     let fixed = "def shout(s):\n    return s.upper() + '!'\n";
     let buggy = "def shout(s):\n    return s.lower() + '!'\n";
-    let mut examples: Vec<Example> = (0..16).map(|_| Example { source: focal_source(fixed, None), target: buggy.into() }).collect();
+    let mut examples: Vec<Example> =
+        (0..16).map(|_| Example { source: focal_source(fixed, None), target: buggy.into() }).collect();
     examples.extend(dataset(16));
     let tok = tokenizer(&examples);
     let cfg = config(&tok).with_task(Task::BugCreate);
@@ -432,7 +471,11 @@ fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
 
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("text.py"), fixed).unwrap();
-    std::fs::write(project.path().join("test_text.py"), "from text import shout\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n").unwrap();
+    std::fs::write(
+        project.path().join("test_text.py"),
+        "from text import shout\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n",
+    )
+    .unwrap();
     let out_dir = tempfile::tempdir().unwrap();
     let out = deepdebug()
         .args(["inject", "--per-function", "0", "--neural-samples", "4", "--repo"])
@@ -452,6 +495,14 @@ fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
     assert!(rows[0]["context"].as_str().unwrap().contains("# target edit"));
 
     // A patcher is not a bug-creator.
-    let out = deepdebug().args(["inject", "--repo"]).arg(project.path()).arg("--out").arg(out_dir.path()).arg("--model").arg(project.path()).output().unwrap();
+    let out = deepdebug()
+        .args(["inject", "--repo"])
+        .arg(project.path())
+        .arg("--out")
+        .arg(out_dir.path())
+        .arg("--model")
+        .arg(project.path())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }

@@ -13,16 +13,12 @@ use deepdebug::model::{data, ModelDir, Task};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-
 /// Four small functions: straight-line code, a branch, a loop, a nested call.
 const ROWS: &str = r#"{"code": "def f(x):\n    y = x + 1\n    return y * 2", "input": "3", "id": "a"}
 {"code": "def f(a, b):\n    if a > b:\n        return a\n    return b", "input": "2, 5", "id": "b"}
 {"code": "def f(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t", "input": "[1, 2]", "id": "c"}
 {"code": "def g(n):\n    return n * n\n\ndef f(n):\n    m = g(n)\n    return m - 1", "input": "4", "id": "d"}
 "#;
-
-
-
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
@@ -40,9 +36,32 @@ fn samples(dir: &Path) -> (PathBuf, PathBuf) {
 fn train(samples: &Path, model: &Path, steps: usize) -> Output {
     let steps = steps.to_string();
     let args = [
-        "train", "--task", "next-state", "--preset", "tiny", "--vocab-size", "400", "--steps", &steps, "--batch-size", "8", "--lr", "3e-3",
-        "--warmup", "10", "--checkpoint-every", "25", "--eval-every", "0", "--max-source-len", "384", "--cpu", "--data", s(samples),
-        "--model", s(model),
+        "train",
+        "--task",
+        "next-state",
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "400",
+        "--steps",
+        &steps,
+        "--batch-size",
+        "8",
+        "--lr",
+        "3e-3",
+        "--warmup",
+        "10",
+        "--checkpoint-every",
+        "25",
+        "--eval-every",
+        "0",
+        "--max-source-len",
+        "384",
+        "--cpu",
+        "--data",
+        s(samples),
+        "--model",
+        s(model),
     ];
     run(&args, "")
 }
@@ -75,7 +94,8 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
     assert_eq!(dir_m.config().expect("config").task, Task::NextState);
     check_tokenizer(&dir_m.tokenizer().expect("tokenizer")).expect("grammar tokens are atomic");
     // Mean training loss per 25 steps: it falls clearly.
-    let losses: Vec<f32> = dir_m.train_state().expect("state").expect("saved").train_loss.iter().map(|(_, l)| *l).collect();
+    let losses: Vec<f32> =
+        dir_m.train_state().expect("state").expect("saved").train_loss.iter().map(|(_, l)| *l).collect();
     eprintln!("mean loss per 25 steps: {losses:?}");
     assert_eq!(losses.len(), 6);
     assert!(losses[5] < 0.2 * losses[0], "{losses:?}");
@@ -86,10 +106,18 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
     let report = eval::evaluate(&mut neural, &cases);
     let floor = eval::evaluate(&mut CopyLastPredictor, &cases);
     let total = cases.len();
-    eprintln!("exact match: neural {}/{total} (unparsed {}), copy-last {}/{total}", report.overall.exact.correct, report.overall.unparsed, floor.overall.exact.correct);
+    eprintln!(
+        "exact match: neural {}/{total} (unparsed {}), copy-last {}/{total}",
+        report.overall.exact.correct, report.overall.unparsed, floor.overall.exact.correct
+    );
     assert!(report.overall.unparsed <= total / 4, "{:?}", report.overall);
     assert!(report.overall.exact.correct >= total / 2, "{:?}", report.overall);
-    assert!(report.overall.exact.correct > floor.overall.exact.correct + total / 4, "{:?} vs {:?}", report.overall, floor.overall);
+    assert!(
+        report.overall.exact.correct > floor.overall.exact.correct + total / 4,
+        "{:?} vs {:?}",
+        report.overall,
+        floor.overall
+    );
     let prompt = Prompt { prefix: &cases[3].prefix, action: &cases[3].action };
     let once = neural.predict(&prompt).expect("prediction");
     assert!(once.starts_with("<|frame_sep|>"), "{once}");
@@ -98,7 +126,20 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
     // The eval command samples the same cases and, decoding greedily, scores the same.
     let m = s(&model);
     let cli: serde_json::Value = serde_json::from_str(&stdout_ok(
-        &["eval-next-state", "--input", s(&rows), "--per-trace", "3", "--seed", "0", "--predictor", "neural", "--model", m, "--cpu"],
+        &[
+            "eval-next-state",
+            "--input",
+            s(&rows),
+            "--per-trace",
+            "3",
+            "--seed",
+            "0",
+            "--predictor",
+            "neural",
+            "--model",
+            m,
+            "--cpu",
+        ],
         "",
     ))
     .expect("report");
@@ -113,10 +154,14 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
 
     // CruxEval: unseen functions, so only the report's shape is checked.
     let crux = dir.path().join("crux.jsonl");
-    let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/cruxeval_sample.jsonl")).expect("sample");
+    let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/cruxeval_sample.jsonl"))
+        .expect("sample");
     std::fs::write(&crux, sample.lines().take(3).map(|l| format!("{l}\n")).collect::<String>()).expect("write");
-    let crux: serde_json::Value =
-        serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", s(&crux), "--predictor", "neural", "--model", m, "--cpu"], "")).expect("report");
+    let crux: serde_json::Value = serde_json::from_str(&stdout_ok(
+        &["eval-cruxeval", "--input", s(&crux), "--predictor", "neural", "--model", m, "--cpu"],
+        "",
+    ))
+    .expect("report");
     assert_eq!(crux["rows"], 3);
     for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
         let p = crux["pass_at_1"][task].as_f64().expect("pass@1");
@@ -137,14 +182,21 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
 
     // Missing, non-model and wrong-task model directories are errors that say so.
     fails_with(&debug, "--backend neural needs --model DIR");
-    fails_with(&["eval-next-state", "--input", s(&rows), "--predictor", "neural"], "--predictor neural needs --model DIR");
-    fails_with(&["eval-cruxeval", "--input", s(&rows), "--predictor", "neural", "--model", s(dir.path())], "is not a model directory");
+    fails_with(
+        &["eval-next-state", "--input", s(&rows), "--predictor", "neural"],
+        "--predictor neural needs --model DIR",
+    );
+    fails_with(
+        &["eval-cruxeval", "--input", s(&rows), "--predictor", "neural", "--model", s(dir.path())],
+        "is not a model directory",
+    );
     let patcher = dir.path().join("patcher");
     std::fs::create_dir(&patcher).expect("mkdir");
     for f in ["tokenizer.json", "model.safetensors"] {
         std::fs::copy(model.join(f), patcher.join(f)).expect("copy");
     }
-    let config = std::fs::read_to_string(model.join("config.json")).expect("config").replace("\"next-state\"", "\"patch\"");
+    let config =
+        std::fs::read_to_string(model.join("config.json")).expect("config").replace("\"next-state\"", "\"patch\"");
     std::fs::write(patcher.join("config.json"), config).expect("write");
     fails_with(&[&debug[..], &["--model", s(&patcher)]].concat(), "not a next-state model");
 }
@@ -162,5 +214,9 @@ fn next_state_training_refuses_another_task_in_the_same_directory() {
     // Trajectory rows are not patch pairs.
     let other = dir.path().join("other");
     let out = run(&["train", "--task", "patch", "--steps", "2", "--data", s(&samples), "--model", s(&other)], "");
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("neither source/target"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("neither source/target"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

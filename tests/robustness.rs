@@ -148,7 +148,11 @@ fn conftests_at_three_levels_with_an_overridden_fixture_are_used_in_conftest_lev
 
 #[test]
 fn namespace_package_without_init_files_is_fixed_in_namespace_package() {
-    assert_fixture_fixed("namespace_package", "acme/textutil/words.py", "-    return \"\".join(part[0].upper() for part in name.split()[1:])");
+    assert_fixture_fixed(
+        "namespace_package",
+        "acme/textutil/words.py",
+        "-    return \"\".join(part[0].upper() for part in name.split()[1:])",
+    );
 }
 
 #[test]
@@ -173,7 +177,10 @@ fn make_editable_venv(root: &Path) -> Option<PathBuf> {
         return None;
     }
     let python = root.join(".venv/bin/python");
-    let purelib = Command::new(&python).args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).output().ok()?;
+    let purelib = Command::new(&python)
+        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .output()
+        .ok()?;
     let site = PathBuf::from(text(&purelib.stdout).trim());
     std::fs::write(site.join("__editable__.units-0.1.0.pth"), format!("{}\n", root.join("src").display())).ok()?;
     Some(python)
@@ -327,7 +334,11 @@ fn a_fork_bomb_is_stopped_by_the_pids_limit_and_leaves_no_process_in_fork_bomb()
         // Each sandboxed process tree (baseline, a fork server, a confirmation run) has its own
         // limit; at most three run the bomb at once.
         let limit = deepdebug::sandbox::cgroup::CgroupLimits::default().pids as usize;
-        assert!(run.peak.processes <= 3 * limit && run.peak.processes < forks, "{} processes at once", run.peak.processes);
+        assert!(
+            run.peak.processes <= 3 * limit && run.peak.processes < forks,
+            "{} processes at once",
+            run.peak.processes
+        );
     } else {
         eprintln!("no cgroup can be made here: the fork bomb is not limited, only cleaned up");
     }

@@ -30,7 +30,6 @@ fn docker() -> Option<Sandbox> {
     }
 }
 
-
 /// `deepdebug fix --sandbox docker --timeout 120s EXTRA --repo DIR`, started with stdout and
 /// stderr made by `stdio`.
 fn spawn_fix_in_docker(dir: &Path, extra: &[&str], stdio: fn() -> std::process::Stdio) -> std::process::Child {
@@ -45,7 +44,13 @@ fn spawn_fix_in_docker(dir: &Path, extra: &[&str], stdio: fn() -> std::process::
         .unwrap()
 }
 
-fn python_job<'a>(python: &'a Path, script: &str, source: &'a Path, writable: Vec<&'a Path>, timeout: Duration) -> Job<'a> {
+fn python_job<'a>(
+    python: &'a Path,
+    script: &str,
+    source: &'a Path,
+    writable: Vec<&'a Path>,
+    timeout: Duration,
+) -> Job<'a> {
     Job {
         program: python,
         args: vec!["-c".into(), script.into()],
@@ -104,7 +109,13 @@ fn docker_kills_a_hang_at_the_timeout_and_removes_the_container() {
     let dir = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let out = sandbox
-        .run(&python_job(Path::new(IMAGE_PYTHON), "import time\nprint('up', flush=True)\ntime.sleep(600)", dir.path(), Vec::new(), Duration::from_secs(1)))
+        .run(&python_job(
+            Path::new(IMAGE_PYTHON),
+            "import time\nprint('up', flush=True)\ntime.sleep(600)",
+            dir.path(),
+            Vec::new(),
+            Duration::from_secs(1),
+        ))
         .unwrap();
     assert_eq!(out.exit, Exit::Timeout);
     assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
@@ -140,15 +151,18 @@ fn pytest_sessions_in_docker_report_back_without_network() {
     // A host interpreter path is replaced by the image's.
     let pytest = Pytest::with_sandbox(Path::new("/root/.pyenv/shims/python3"), Arc::new(sandbox)).unwrap();
     assert_eq!(pytest.python(), Path::new(IMAGE_PYTHON));
-    let session = pytest
-        .run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60)))
-        .unwrap();
+    let session = pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
     let outcome = |id: &str| session.test(id).map(|t| t.outcome);
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed), "{}", session.output_tail);
     assert_eq!(outcome("test_calc.py::test_broken"), Some(TestOutcome::Failed));
     assert_eq!(outcome("test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
     // The session's directory (a scratch copy in real runs) is writable, as in a checkout.
-    assert_eq!(outcome("test_calc.py::test_writes_beside_itself"), Some(TestOutcome::Passed), "{}", session.output_tail);
+    assert_eq!(
+        outcome("test_calc.py::test_writes_beside_itself"),
+        Some(TestOutcome::Passed),
+        "{}",
+        session.output_tail
+    );
     assert!(session.test("test_calc.py::test_double").unwrap().coverage.contains_key("calc.py"));
 }
 
@@ -221,7 +235,8 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     assert_eq!(docker.leftover_containers().unwrap().len(), 1, "one container per server");
 
     // No network, uid 1000, children are not the container's init.
-    let some: Vec<String> = ["test_small", "test_clamp", "test_network", "test_who"].iter().map(|t| format!("test_calc.py::{t}")).collect();
+    let some: Vec<String> =
+        ["test_small", "test_clamp", "test_network", "test_who"].iter().map(|t| format!("test_calc.py::{t}")).collect();
     let s = server.run(&server_request(Some(&some), None)).unwrap();
     let outcome = |s: &deepdebug::pytest::Session, id: &str| s.test(id).map(|t| t.outcome);
     assert_eq!(outcome(&s, "test_calc.py::test_small"), Some(TestOutcome::Passed), "{s:?}");
@@ -301,7 +316,8 @@ fn fix_with_docker_sandbox_repairs_the_bug_with_the_fork_engine() {
     // No fallback: every worker validated through its fork server's container.
     let warnings = report["warnings"].to_string();
     assert!(!warnings.contains("fork") && !warnings.contains("one container per"), "{warnings}");
-    let mut seconds: Vec<f64> = report["tried"].as_array().unwrap().iter().map(|t| t["seconds"].as_f64().unwrap()).collect();
+    let mut seconds: Vec<f64> =
+        report["tried"].as_array().unwrap().iter().map(|t| t["seconds"].as_f64().unwrap()).collect();
     seconds.sort_by(f64::total_cmp);
     let median = seconds[seconds.len() / 2];
     eprintln!("{} candidates validated in Docker, median {median:.3} s each", seconds.len());
@@ -416,12 +432,20 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed));
     assert_eq!(outcome("test_calc.py::test_network"), Some(TestOutcome::Failed), "the network is reachable");
     // The session's directory (a scratch copy in real runs) is writable, as in a checkout.
-    assert_eq!(outcome("test_calc.py::test_writes_beside_itself"), Some(TestOutcome::Passed), "{}", session.output_tail);
+    assert_eq!(
+        outcome("test_calc.py::test_writes_beside_itself"),
+        Some(TestOutcome::Passed),
+        "{}",
+        session.output_tail
+    );
 }
 
 #[test]
 fn sandbox_check_cli_reports_the_local_backend() {
-    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug")).args(["sandbox", "check", "--sandbox", "local"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["sandbox", "check", "--sandbox", "local"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("hang killed"), "{stdout}");

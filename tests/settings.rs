@@ -14,7 +14,10 @@ fn show(root: &std::path::Path, extra: &[&str]) -> String {
 }
 
 fn line<'a>(shown: &'a str, key: &str) -> &'a str {
-    shown.lines().find(|l| l.split('=').next().is_some_and(|k| k.trim() == key)).unwrap_or_else(|| panic!("no {key} in {shown}"))
+    shown
+        .lines()
+        .find(|l| l.split('=').next().is_some_and(|k| k.trim() == key))
+        .unwrap_or_else(|| panic!("no {key} in {shown}"))
 }
 
 #[test]
@@ -24,8 +27,14 @@ fn flags_override_deepdebug_toml_which_overrides_pyproject_which_overrides_defau
         ("deepdebug.toml", "jobs = 1\nmodel = 'models/patcher'\n"),
     ]);
     let shown = show(dir.path(), &["--timeout", "45s"]);
-    assert!(line(&shown, "timeout").contains("\"45s\"") && line(&shown, "timeout").ends_with("# command line"), "{shown}");
-    assert!(line(&shown, "tests").contains("tests/test_calc.py") && line(&shown, "tests").contains("[tool.deepdebug]"), "{shown}");
+    assert!(
+        line(&shown, "timeout").contains("\"45s\"") && line(&shown, "timeout").ends_with("# command line"),
+        "{shown}"
+    );
+    assert!(
+        line(&shown, "tests").contains("tests/test_calc.py") && line(&shown, "tests").contains("[tool.deepdebug]"),
+        "{shown}"
+    );
     assert!(line(&shown, "jobs").contains("= 1 ") && line(&shown, "jobs").ends_with("deepdebug.toml"), "{shown}");
     assert!(line(&shown, "rank").contains("\"none\"") && line(&shown, "rank").contains("pyproject.toml"), "{shown}");
     assert!(line(&shown, "lm").ends_with("# default"), "{shown}");
@@ -33,7 +42,10 @@ fn flags_override_deepdebug_toml_which_overrides_pyproject_which_overrides_defau
     assert!(line(&shown, "model").contains(&dir.path().join("models/patcher").display().to_string()), "{shown}");
     // `--isolated` ignores both files.
     let isolated = show(dir.path(), &["--isolated"]);
-    assert!(line(&isolated, "jobs").ends_with("# default") && isolated.starts_with("# settings files: none"), "{isolated}");
+    assert!(
+        line(&isolated, "jobs").ends_with("# default") && isolated.starts_with("# settings files: none"),
+        "{isolated}"
+    );
 }
 
 #[test]
@@ -42,15 +54,24 @@ fn unknown_keys_and_bad_values_are_usage_errors_that_name_the_key_and_file() {
     let out = cli::run(&["fix", "--repo", dir.path().to_str().unwrap()], "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("unknown field `test_timeout`") && stderr.contains("pyproject.toml") && stderr.contains("line 3"), "{stderr}");
+    assert!(
+        stderr.contains("unknown field `test_timeout`")
+            && stderr.contains("pyproject.toml")
+            && stderr.contains("line 3"),
+        "{stderr}"
+    );
     let dir = common::project(&[("deepdebug.toml", "sandbox = 'vm'\n")]);
-    cli::fails_with(&["fix", "--repo", dir.path().to_str().unwrap()], "sandbox = \"vm\": expected one of docker, local, none");
+    cli::fails_with(
+        &["fix", "--repo", dir.path().to_str().unwrap()],
+        "sandbox = \"vm\": expected one of docker, local, none",
+    );
     let dir = common::project(&[("deepdebug.toml", "exclude = ['src/[x.py']\n")]);
     cli::fails_with(&["fix", "--repo", dir.path().to_str().unwrap()], "exclude pattern `src/[x.py`");
 }
 
 fn fix_exit(root: &std::path::Path, extra: &[&str]) -> (Option<i32>, String) {
-    let mut args = vec!["fix", "--json", "--lm", "none", "--rank", "none", "--timeout", "30s", "--repo", root.to_str().unwrap()];
+    let mut args =
+        vec!["fix", "--json", "--lm", "none", "--rank", "none", "--timeout", "30s", "--repo", root.to_str().unwrap()];
     args.extend_from_slice(extra);
     let out = cli::run(&args, "");
     (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))

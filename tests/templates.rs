@@ -31,7 +31,17 @@ fn templates_are_learned_ranked_by_commit_support_and_written_as_json() {
     std::fs::write(&data, rows.concat()).unwrap();
     let out = dir.path().join("templates.json");
     stdout_ok(
-        &["templates", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--min-support", "2", "--exclude-repo", "c/gpl"],
+        &[
+            "templates",
+            "--data",
+            data.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--min-support",
+            "2",
+            "--exclude-repo",
+            "c/gpl",
+        ],
         "",
     );
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -61,7 +71,8 @@ fn templates_are_learned_ranked_by_commit_support_and_written_as_json() {
 fn a_row_that_is_not_json_is_reported_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("pairs.jsonl");
-    std::fs::write(&data, format!("{}not json\n", row("a/one", "c1", "m.py", "    size = 1\n", "    size = 2\n"))).unwrap();
+    std::fs::write(&data, format!("{}not json\n", row("a/one", "c1", "m.py", "    size = 1\n", "    size = 2\n")))
+        .unwrap();
     let out = dir.path().join("templates.json");
     fails_with(&["templates", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()], "line 2");
     assert!(!out.exists());

@@ -29,7 +29,8 @@ fn a_fix_that_needs_more_cpu_than_the_buggy_code_is_rechecked_and_found() {
     assert!(std::fs::read_to_string(dir.path().join("primes.py")).unwrap().contains("if limit > 0:"));
 }
 
-const GRADES: &str = "def passed(score, minimum=50):\n    if score < 0:\n        return False\n    return score > minimum\n";
+const GRADES: &str =
+    "def passed(score, minimum=50):\n    if score < 0:\n        return False\n    return score > minimum\n";
 const GRADES_TESTS: &str = "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n\ndef test_high():\n    assert passed(90)\n";
 
 #[test]
@@ -51,8 +52,10 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     assert_eq!(pool.idle(), (2, 0));
     let scratch = tempfile::tempdir().unwrap();
     deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
-    let baseline = pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-    let (candidates, _) = candidate::generate(&project, &localize(&project, &baseline), GenerateLimits::default(), &Priors::default());
+    let baseline =
+        pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
+    let (candidates, _) =
+        candidate::generate(&project, &localize(&project, &baseline), GenerateLimits::default(), &Priors::default());
     assert!(candidates.len() >= 10, "{}", candidates.len());
     let config = |engine| LabConfig {
         root: project.root(),
@@ -82,7 +85,9 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     assert_eq!(pool.idle(), (2, 2));
     assert!(notes.lock().unwrap().is_empty(), "{:?}", notes.lock().unwrap());
     let slow = lab::run(&pytest, &config(EngineChoice::Subprocess), &candidates, &HashSet::new(), &|_| {}).unwrap();
-    let by_id = |v: &[lab::Validated]| v.iter().map(|v| (v.candidate_id, v.outcome.clone())).collect::<std::collections::BTreeMap<_, _>>();
+    let by_id = |v: &[lab::Validated]| {
+        v.iter().map(|v| (v.candidate_id, v.outcome.clone())).collect::<std::collections::BTreeMap<_, _>>()
+    };
     assert_eq!(by_id(&pooled), by_id(&slow));
     assert!(pooled.iter().any(|v| v.outcome.is_plausible()));
 }

@@ -66,7 +66,13 @@ pub fn run(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Ran
             .iter()
             .map(|bug| {
                 let row = run_bug(bug, *config, timeout, workers, rank, gguf.as_deref());
-                println!("  {:<10} {:<40} {:<15} {:>6.1}s", config.name, row.bug, format!("{:?}", row.verdict), row.seconds);
+                println!(
+                    "  {:<10} {:<40} {:<15} {:>6.1}s",
+                    config.name,
+                    row.bug,
+                    format!("{:?}", row.verdict),
+                    row.seconds
+                );
                 row
             })
             .collect();
@@ -86,7 +92,14 @@ fn bugs(suite: &Path, filter: &str) -> Vec<PathBuf> {
     bugs
 }
 
-fn options(repo: PathBuf, config: Config, timeout: Duration, workers: usize, rank: Option<&RankOptions>, gguf: Option<&Path>) -> FixOptions {
+fn options(
+    repo: PathBuf,
+    config: Config,
+    timeout: Duration,
+    workers: usize,
+    rank: Option<&RankOptions>,
+    gguf: Option<&Path>,
+) -> FixOptions {
     FixOptions {
         repo,
         timeout,
@@ -108,14 +121,39 @@ fn options(repo: PathBuf, config: Config, timeout: Duration, workers: usize, ran
     }
 }
 
-fn run_bug(bug: &Path, config: Config, timeout: Duration, workers: usize, rank: Option<&RankOptions>, gguf: Option<&Path>) -> Row {
+fn run_bug(
+    bug: &Path,
+    config: Config,
+    timeout: Duration,
+    workers: usize,
+    rank: Option<&RankOptions>,
+    gguf: Option<&Path>,
+) -> Row {
     let name = bug.file_name().unwrap_or_default().to_string_lossy().to_string();
     let kind = name.split('-').next().unwrap_or_default().to_string();
-    let kind = if name.starts_with("missing-call") { "missing-call".into() } else if name.starts_with("missing-statement") { "missing-statement".into() } else if name.starts_with("far-constant") { "far-constant".into() } else { kind };
+    let kind = if name.starts_with("missing-call") {
+        "missing-call".into()
+    } else if name.starts_with("missing-statement") {
+        "missing-statement".into()
+    } else if name.starts_with("far-constant") {
+        "far-constant".into()
+    } else {
+        kind
+    };
     let scratch = tempfile::tempdir().expect("temp dir");
     let repo = scratch.path().join("project");
     copy_dir(&bug.join("project"), &repo);
-    let mut row = Row { bug: name, kind, verdict: Verdict::Error, seconds: 0.0, stopped_early: false, lm_generated: 0, lm_proposed: 0, lm_unparseable: 0, lm_seconds: 0.0 };
+    let mut row = Row {
+        bug: name,
+        kind,
+        verdict: Verdict::Error,
+        seconds: 0.0,
+        stopped_early: false,
+        lm_generated: 0,
+        lm_proposed: 0,
+        lm_unparseable: 0,
+        lm_seconds: 0.0,
+    };
     match fix(&options(repo.clone(), config, timeout, workers, rank, gguf), &|_| {}) {
         Ok(outcome) => judge(bug, &repo, &outcome, &mut row),
         Err(err) => eprintln!("{}: {err}", row.bug),
@@ -181,12 +219,22 @@ fn print_tables(summaries: &[(&str, Vec<Row>)], timeout: Duration) {
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, rows) in summaries {
         let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-        let fixed: Vec<f64> = rows.iter().filter(|r| matches!(r.verdict, Verdict::Genuine | Verdict::PlausibleOnly)).map(|r| r.seconds).collect();
+        let fixed: Vec<f64> = rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Genuine | Verdict::PlausibleOnly))
+            .map(|r| r.seconds)
+            .collect();
         let unfixed = count(Verdict::NotFixed);
         let early = rows.iter().filter(|r| r.stopped_early).count();
-        let (generated, proposed, unparseable, seconds) = rows.iter().fold((0, 0, 0, 0.0), |(g, p, u, s), r| (g + r.lm_generated, p + r.lm_proposed, u + r.lm_unparseable, s + r.lm_seconds));
+        let (generated, proposed, unparseable, seconds) = rows.iter().fold((0, 0, 0, 0.0), |(g, p, u, s), r| {
+            (g + r.lm_generated, p + r.lm_proposed, u + r.lm_unparseable, s + r.lm_seconds)
+        });
         let lm_rate = if seconds > 0.0 { format!("{:.1}", generated as f64 / seconds) } else { "-".into() };
-        let parse = if proposed > 0 { format!("{:.0}%", 100.0 * (proposed - unparseable) as f64 / proposed as f64) } else { "-".into() };
+        let parse = if proposed > 0 {
+            format!("{:.0}%", 100.0 * (proposed - unparseable) as f64 / proposed as f64)
+        } else {
+            "-".into()
+        };
         println!(
             "| {name} | {} | {} | {} | {unfixed} | {} | {} | {early}/{unfixed} | {lm_rate} | {parse} |",
             rows.len(),

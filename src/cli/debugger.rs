@@ -171,9 +171,15 @@ pub enum DebuggerCommand {
 fn load_trace(source: &Source, limits: &LimitArgs) -> Result<trace::Trace> {
     if let Some(path) = &source.trace {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let t: trace::Trace = serde_json::from_str(&text).with_context(|| format!("parsing trace {}", path.display()))?;
+        let t: trace::Trace =
+            serde_json::from_str(&text).with_context(|| format!("parsing trace {}", path.display()))?;
         if t.format_version != trace::TRACE_FORMAT_VERSION {
-            bail!("{}: trace format_version {} is not supported (expected {})", path.display(), t.format_version, trace::TRACE_FORMAT_VERSION);
+            bail!(
+                "{}: trace format_version {} is not supported (expected {})",
+                path.display(),
+                t.format_version,
+                trace::TRACE_FORMAT_VERSION
+            );
         }
         return Ok(t);
     }
@@ -207,7 +213,11 @@ fn load_model(choice: PredictorChoice, model: &ModelArgs) -> Result<Option<neura
     }
 }
 
-fn make_predictor(choice: PredictorChoice, traces: Vec<trace::Trace>, neural: Option<neural::NeuralPredictor>) -> Result<Box<dyn predictor::NextStatePredictor>> {
+fn make_predictor(
+    choice: PredictorChoice,
+    traces: Vec<trace::Trace>,
+    neural: Option<neural::NeuralPredictor>,
+) -> Result<Box<dyn predictor::NextStatePredictor>> {
     Ok(match (choice, neural) {
         (PredictorChoice::Oracle, _) => Box::new(predictor::OraclePredictor::new(traces)),
         (PredictorChoice::CopyLast, _) => Box::new(predictor::CopyLastPredictor),
@@ -243,7 +253,9 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
             let mut stdout = std::io::stdout().lock();
             let input: &mut dyn BufRead = &mut input;
             match backend {
-                Backend::Real => session::run(&mut session::ReplayBackend::new(&t), &t.program, input, &mut stdout, echo)?,
+                Backend::Real => {
+                    session::run(&mut session::ReplayBackend::new(&t), &t.program, input, &mut stdout, echo)?
+                }
                 Backend::Oracle => {
                     let mut b = session::PredictorBackend::new(predictor::OraclePredictor::new(vec![t.clone()]), &t);
                     session::run(&mut b, &t.program, input, &mut stdout, echo)?;
@@ -271,7 +283,8 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
         DebuggerCommand::EvalNextState { input, seed, per_trace, predictor: choice, model, limits } => {
             let neural = load_model(choice, &model)?;
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;
-            let traces: Vec<trace::Trace> = dataset::record_rows(&rows, &limits.limits()?).into_iter().filter_map(Result::ok).collect();
+            let traces: Vec<trace::Trace> =
+                dataset::record_rows(&rows, &limits.limits()?).into_iter().filter_map(Result::ok).collect();
             let cases = eval::sample_cases(&traces, per_trace, seed, &sampler::SamplerConfig::standard());
             let mut p = make_predictor(choice, traces, neural)?;
             let report = eval::evaluate(p.as_mut(), &cases);
@@ -288,4 +301,3 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
         }
     }
 }
-

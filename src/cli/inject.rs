@@ -67,11 +67,8 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {warning}");
     }
     let interactive = std::io::stderr().is_terminal();
-    let multi = if interactive {
-        MultiProgress::new()
-    } else {
-        MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
-    };
+    let multi =
+        if interactive { MultiProgress::new() } else { MultiProgress::with_draw_target(ProgressDrawTarget::hidden()) };
     let bar = multi.add(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template("{msg:30} [{bar:30}] {pos}/{len} mutants, {prefix} kept ({elapsed})")

@@ -5,8 +5,8 @@ pub mod eval;
 pub mod fix;
 pub mod inject;
 pub mod mine;
-pub mod priors;
 pub mod model;
+pub mod priors;
 pub mod sandbox;
 pub mod templates;
 

@@ -3,7 +3,9 @@
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use deepdebug::debugger::{grammar, neural};
-use deepdebug::model::{self, data, t5, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, TrainEvent, TrainOptions};
+use deepdebug::model::{
+    self, data, t5, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, TrainEvent, TrainOptions,
+};
 use deepdebug::python::Parsed;
 use deepdebug::skeleton;
 use std::io::IsTerminal;
@@ -199,8 +201,25 @@ pub fn run(command: ModelCommand) -> Result<()> {
             Ok(())
         }
         ModelCommand::Train {
-            task, data: data_files, model: model_dir, preset, vocab_size, tokenizer, steps, batch_size, lr, warmup,
-            weight_decay, clip_norm, eval_every, checkpoint_every, eval_fraction, max_source_len, max_target_len, seed, cpu,
+            task,
+            data: data_files,
+            model: model_dir,
+            preset,
+            vocab_size,
+            tokenizer,
+            steps,
+            batch_size,
+            lr,
+            warmup,
+            weight_decay,
+            clip_norm,
+            eval_every,
+            checkpoint_every,
+            eval_fraction,
+            max_source_len,
+            max_target_len,
+            seed,
+            cpu,
         } => {
             let task = match task {
                 TaskArg::Patch => model::Task::Patch,
@@ -244,8 +263,17 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 neural::fit_examples(&mut examples, &tok, cfg.max_source_len);
             }
             let opts = TrainOptions {
-                steps, batch_size, learning_rate: lr, warmup_steps: warmup, min_lr_ratio: 0.1, weight_decay, clip_norm,
-                eval_every, checkpoint_every, eval_fraction, seed,
+                steps,
+                batch_size,
+                learning_rate: lr,
+                warmup_steps: warmup,
+                min_lr_ratio: 0.1,
+                weight_decay,
+                clip_norm,
+                eval_every,
+                checkpoint_every,
+                eval_fraction,
+                seed,
             };
             let device = t5::device(cpu)?;
             eprintln!("{} parameters on {:?}", cfg.parameter_count(), device);
@@ -254,10 +282,18 @@ pub fn run(command: ModelCommand) -> Result<()> {
             let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut |ev| match ev {
                 TrainEvent::Resumed { step, optimizer_restored } => eprintln!(
                     "resuming at step {step} ({})",
-                    if optimizer_restored { "AdamW moments restored" } else { "no matching optimizer state: fresh AdamW moments" }
+                    if optimizer_restored {
+                        "AdamW moments restored"
+                    } else {
+                        "no matching optimizer state: fresh AdamW moments"
+                    }
                 ),
-                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step.is_multiple_of(every) => {
-                    eprintln!("step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s");
+                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second }
+                    if verbose || step.is_multiple_of(every) =>
+                {
+                    eprintln!(
+                        "step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s"
+                    );
                 }
                 TrainEvent::Eval { step, loss } => eprintln!("step {step:>6}  eval loss {loss:.4}"),
                 TrainEvent::Checkpoint { step } => eprintln!("step {step:>6}  checkpoint → {}", model_dir.display()),
@@ -287,12 +323,26 @@ pub fn run(command: ModelCommand) -> Result<()> {
             let run = sampler.sample(&source, &SampleOptions { n, temperature, top_p, max_len, seed })?;
             for s in &run.samples {
                 if json {
-                    println!("{}", serde_json::json!({"text": s.text, "count": s.count, "log_prob": s.log_prob, "finished": s.finished}));
+                    println!(
+                        "{}",
+                        serde_json::json!({"text": s.text, "count": s.count, "log_prob": s.log_prob, "finished": s.finished})
+                    );
                 } else {
-                    println!("### count {} log_prob {:.3}{}\n{}", s.count, s.log_prob, if s.finished { "" } else { " (unfinished)" }, s.text);
+                    println!(
+                        "### count {} log_prob {:.3}{}\n{}",
+                        s.count,
+                        s.log_prob,
+                        if s.finished { "" } else { " (unfinished)" },
+                        s.text
+                    );
                 }
             }
-            eprintln!("{} distinct of {n}, {} tokens, {:.0} tokens/s", run.samples.len(), run.tokens, run.tokens_per_second());
+            eprintln!(
+                "{} distinct of {n}, {} tokens, {:.0} tokens/s",
+                run.samples.len(),
+                run.tokens,
+                run.tokens_per_second()
+            );
             Ok(())
         }
         ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {

@@ -95,7 +95,12 @@ pub fn run(command: &SandboxCommand) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::Success);
                 }
             }
-            let options = BuildOptions { tag: tag.clone(), mirror: mirror.clone(), suite: suite.clone(), ..BuildOptions::default() };
+            let options = BuildOptions {
+                tag: tag.clone(),
+                mirror: mirror.clone(),
+                suite: suite.clone(),
+                ..BuildOptions::default()
+            };
             let report = build(&options, &|line| eprintln!("sandbox build: {line}")).context("sandbox build failed")?;
             eprintln!(
                 "built {} ({} MiB rootfs, {} from {}) in {:.0}s: {}",
@@ -111,12 +116,17 @@ pub fn run(command: &SandboxCommand) -> anyhow::Result<ExitCode> {
         SandboxCommand::Prune => {
             let engine = deepdebug::sandbox::docker::DockerSandbox::connect_engine(DockerConfig::default())?;
             let removed = engine.prune()?;
-            eprintln!("removed {} container(s){}", removed.len(), if removed.is_empty() { String::new() } else { format!(": {}", removed.join(", ")) });
+            eprintln!(
+                "removed {} container(s){}",
+                removed.len(),
+                if removed.is_empty() { String::new() } else { format!(": {}", removed.join(", ")) }
+            );
             Ok(ExitCode::Success)
         }
         SandboxCommand::Check { sandbox, python } => {
             let resolved = sandbox.resolve()?;
-            let python = if resolved.is_container() { deepdebug::sandbox::docker::image_python(python) } else { python };
+            let python =
+                if resolved.is_container() { deepdebug::sandbox::docker::image_python(python) } else { python };
             println!("sandbox: {} ({})", resolved.kind().name(), resolved.backend_name());
             let checks = self_test(&resolved, python)?;
             let mut failed = 0;

@@ -42,7 +42,8 @@ pub fn run(args: &TemplatesArgs) -> anyhow::Result<ExitCode> {
         max_templates: args.max_templates,
     };
     let file = learn_from_jsonl(&args.data, &config)?;
-    std::fs::write(&args.out, file.to_json() + "\n").with_context(|| format!("failed to write {}", args.out.display()))?;
+    std::fs::write(&args.out, file.to_json() + "\n")
+        .with_context(|| format!("failed to write {}", args.out.display()))?;
     eprintln!(
         "{} templates (of {} found) from {} of {} kept pairs ({} read) in {:.1}s",
         file.templates.len(),

@@ -1,10 +1,10 @@
 //! CruxEval-style harness: output prediction (step_return, breakpoint) and input prediction
 //! (inv_step_call), scored pass@1 by executing the prediction in Python.
 
+use super::dataset::record_rows;
 use super::grammar::{replay, serialize_action, serialize_locals, Arg, Frame};
 use super::predictor::{NextStatePredictor, Prompt};
 use super::record::{run_python, RecordError, RecordLimits};
-use super::dataset::record_rows;
 use super::sampler::{context_for, FunctionRow};
 use super::trace::{EventKind, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
@@ -87,7 +87,13 @@ pub struct CruxReport {
 pub fn record(rows: &[CruxRow], limits: &RecordLimits) -> Vec<Option<Trace>> {
     let fn_rows: Vec<FunctionRow> = rows
         .iter()
-        .map(|r| FunctionRow { code: r.code.clone(), input: r.input.clone(), id: Some(r.id.clone()), output: Some(r.output.clone()), entry: None })
+        .map(|r| FunctionRow {
+            code: r.code.clone(),
+            input: r.input.clone(),
+            id: Some(r.id.clone()),
+            output: Some(r.output.clone()),
+            entry: None,
+        })
         .collect();
     record_rows(&fn_rows, limits).into_iter().map(Result::ok).collect()
 }
@@ -116,14 +122,18 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor)
     let Some(f) = f_call(trace) else { return setup() };
     let fwd = StateTree::forward(&trace.whole());
     // Prompt: main's call, step_into, main's line, step_into, f's call frame.
-    let Ok(traj) = replay(&fwd, &context_for(trace, Direction::Forward), 0, &[Action::StepInto, Action::StepInto]) else { return setup() };
+    let Ok(traj) = replay(&fwd, &context_for(trace, Direction::Forward), 0, &[Action::StepInto, Action::StepInto])
+    else {
+        return setup();
+    };
     if traj.targets.get(2) != Some(&Target::Node(f)) {
         return setup();
     }
     let prefix = traj.prefix(2);
     let check_output = |value: Option<String>| match value {
         Some(v) => {
-            let script = format!("{}\n\n__pred = eval({})\nassert f({}) == __pred\n", row.code.trim_end(), json(&v), row.input);
+            let script =
+                format!("{}\n\n__pred = eval({})\nassert f({}) == __pred\n", row.code.trim_end(), json(&v), row.input);
             TaskResult { outcome: Outcome::Fail, prediction: Some(v), script: Some(script) }
         }
         None => TaskResult::none(),
@@ -136,13 +146,16 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor)
     // Output via breakpoint on f's return line: the target is that line (full locals); one
     // step_over then yields the return value.
     let scope = trace.scope(f);
-    let return_src = scope.as_ref().and_then(|s| s.events.last()).filter(|e| e.event == EventKind::Return).map(|e| e.src.clone());
+    let return_src =
+        scope.as_ref().and_then(|s| s.events.last()).filter(|e| e.event == EventKind::Return).map(|e| e.src.clone());
     let output_breakpoint = match return_src {
         None => TaskResult::setup(),
         Some(src) => {
             let bp = Action::Breakpoint(src);
             match predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }) {
-                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => check_output(value_of(&frame, NodeKind::Return)),
+                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => {
+                    check_output(value_of(&frame, NodeKind::Return))
+                }
                 Ok(frame @ Frame::State { .. }) => {
                     let prefix2 = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
                     let next = predictor.predict_frame(&Prompt { prefix: &prefix2, action: &Action::StepOver }).ok();
@@ -160,14 +173,16 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor)
             let inv = StateTree::inverse(&scope);
             match replay(&inv, &context_for(trace, Direction::Inverse), 0, &[]) {
                 Err(_) => TaskResult::setup(),
-                Ok(t) => match predictor.predict_frame(&Prompt { prefix: &t.prefix(0), action: &Action::InvStepCall }) {
-                    Ok(Frame::State { event: NodeKind::InvCall, arg: Arg::Locals(locals), .. }) => {
-                        let dict = serialize_locals(&locals);
-                        let script = input_check(&row.code, &dict, &row.output);
-                        TaskResult { outcome: Outcome::Fail, prediction: Some(dict), script: Some(script) }
+                Ok(t) => {
+                    match predictor.predict_frame(&Prompt { prefix: &t.prefix(0), action: &Action::InvStepCall }) {
+                        Ok(Frame::State { event: NodeKind::InvCall, arg: Arg::Locals(locals), .. }) => {
+                            let dict = serialize_locals(&locals);
+                            let script = input_check(&row.code, &dict, &row.output);
+                            TaskResult { outcome: Outcome::Fail, prediction: Some(dict), script: Some(script) }
+                        }
+                        _ => TaskResult::none(),
                     }
-                    _ => TaskResult::none(),
-                },
+                }
             }
         }
     };
@@ -274,7 +289,12 @@ pub fn run_checks(scripts: &[String], limits: &RecordLimits) -> Result<Vec<bool>
 ///
 /// # Errors
 /// Fails only if Python cannot be started for the checks.
-pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn NextStatePredictor, limits: &RecordLimits) -> Result<CruxReport, RecordError> {
+pub fn evaluate(
+    rows: &[CruxRow],
+    traces: &[Option<Trace>],
+    predictor: &mut dyn NextStatePredictor,
+    limits: &RecordLimits,
+) -> Result<CruxReport, RecordError> {
     let mut results: Vec<CruxRowResult> = rows
         .iter()
         .zip(traces)
@@ -299,7 +319,11 @@ pub fn evaluate(rows: &[CruxRow], traces: &[Option<Trace>], predictor: &mut dyn 
     }
     let rate = |get: fn(&CruxRowResult) -> &TaskResult| {
         let passed = results.iter().filter(|r| get(r).outcome == Outcome::Pass).count();
-        if results.is_empty() { 0.0 } else { passed as f64 / results.len() as f64 }
+        if results.is_empty() {
+            0.0
+        } else {
+            passed as f64 / results.len() as f64
+        }
     };
     Ok(CruxReport {
         format_version: CRUX_FORMAT_VERSION,

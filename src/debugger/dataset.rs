@@ -22,11 +22,18 @@ pub enum DatasetError {
 /// # Errors
 /// Fails if the file cannot be read or a row does not parse.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, DatasetError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Read { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| DatasetError::Read { path: path.display().to_string(), source })?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|source| DatasetError::Row { path: path.display().to_string(), line: i + 1, source }))
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| DatasetError::Row {
+                path: path.display().to_string(),
+                line: i + 1,
+                source,
+            })
+        })
         .collect()
 }
 
@@ -57,7 +64,13 @@ pub struct DatasetStats {
 
 /// Trace every row and sample `per_trace` trajectories from each, seeded.
 #[must_use]
-pub fn generate(rows: &[FunctionRow], limits: &RecordLimits, per_trace: usize, seed: u64, config: &SamplerConfig) -> (Vec<SampleRow>, DatasetStats) {
+pub fn generate(
+    rows: &[FunctionRow],
+    limits: &RecordLimits,
+    per_trace: usize,
+    seed: u64,
+    config: &SamplerConfig,
+) -> (Vec<SampleRow>, DatasetStats) {
     let traces = record_rows(rows, limits);
     let mut stats = DatasetStats { format_version: 1, rows: rows.len(), ..DatasetStats::default() };
     let mut out = Vec::new();

@@ -134,8 +134,8 @@ pub fn evaluate(predictor: &mut dyn NextStatePredictor, cases: &[Case]) -> NextS
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::debugger::tree::NodeKind;
     use crate::debugger::trace::ExitKind;
+    use crate::debugger::tree::NodeKind;
 
     fn line(src: &str, locals: &[(&str, &str)]) -> Frame {
         Frame::State {

@@ -39,8 +39,14 @@ pub enum Arg {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "frame", rename_all = "snake_case")]
 pub enum Frame {
-    State { event: NodeKind, src: String, arg: Arg },
-    Exit { exit: ExitKind },
+    State {
+        event: NodeKind,
+        src: String,
+        arg: Arg,
+    },
+    Exit {
+        exit: ExitKind,
+    },
     /// Inverse execution reached the entry (`<|inv_exit_entry|>`).
     Entry,
 }
@@ -74,8 +80,20 @@ const ENTRY_TOKEN: &str = "<|inv_exit_entry|>";
 #[must_use]
 pub fn special_tokens() -> Vec<&'static str> {
     use NodeKind::{Call, Exception, InvCall, InvException, InvLine, InvLineCall, InvReturn, Line, Return};
-    let mut out = vec![BEGIN_OF_TEXT, CONTEXT_START, FRAME_SEP, ACTION_SEP, SRC_SEP, ARG_SEP, TRACE_END, END_OF_TEXT, ENTRY_TOKEN];
-    out.extend([Call, Line, Return, Exception, InvCall, InvLine, InvLineCall, InvReturn, InvException].map(event_token));
+    let mut out = vec![
+        BEGIN_OF_TEXT,
+        CONTEXT_START,
+        FRAME_SEP,
+        ACTION_SEP,
+        SRC_SEP,
+        ARG_SEP,
+        TRACE_END,
+        END_OF_TEXT,
+        ENTRY_TOKEN,
+    ];
+    out.extend(
+        [Call, Line, Return, Exception, InvCall, InvLine, InvLineCall, InvReturn, InvException].map(event_token),
+    );
     out.extend([ExitKind::Normal, ExitKind::Error, ExitKind::Never].map(exit_token));
     let actions = [
         Action::StepInto,
@@ -158,7 +176,15 @@ impl Frame {
     #[must_use]
     pub fn direction(&self) -> Direction {
         match self {
-            Frame::State { event: NodeKind::InvCall | NodeKind::InvLine | NodeKind::InvLineCall | NodeKind::InvReturn | NodeKind::InvException, .. }
+            Frame::State {
+                event:
+                    NodeKind::InvCall
+                    | NodeKind::InvLine
+                    | NodeKind::InvLineCall
+                    | NodeKind::InvReturn
+                    | NodeKind::InvException,
+                ..
+            }
             | Frame::Entry => Direction::Inverse,
             Frame::State { .. } | Frame::Exit { .. } => Direction::Forward,
         }
@@ -174,11 +200,8 @@ impl Frame {
 /// marker first if anything was omitted.
 #[must_use]
 pub fn delta(before: &[(String, String)], now: &[(String, String)]) -> Vec<(String, String)> {
-    let changed: Vec<(String, String)> = now
-        .iter()
-        .filter(|(k, v)| !before.iter().any(|(bk, bv)| bk == k && bv == v))
-        .cloned()
-        .collect();
+    let changed: Vec<(String, String)> =
+        now.iter().filter(|(k, v)| !before.iter().any(|(bk, bv)| bk == k && bv == v)).cloned().collect();
     if changed.len() < now.len() {
         let mut out = vec![(UNCHANGED.0.to_string(), UNCHANGED.1.to_string())];
         out.extend(changed);
@@ -218,9 +241,14 @@ impl EmitState {
         let node = &tree.nodes[i];
         let event = tree.event_of(i);
         let previous = self.previous.replace((event.frame, event.locals.clone()));
-        let shows_value = matches!(node.kind, NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException);
+        let shows_value =
+            matches!(node.kind, NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException);
         if shows_value {
-            return Frame::State { event: node.kind, src: event.src.clone(), arg: Arg::Value(event.value.clone().unwrap_or_default()) };
+            return Frame::State {
+                event: node.kind,
+                src: event.src.clone(),
+                arg: Arg::Value(event.value.clone().unwrap_or_default()),
+            };
         }
         let is_call = matches!(node.kind, NodeKind::Call | NodeKind::InvCall);
         let locals = match previous {
@@ -246,7 +274,12 @@ pub struct Trajectory {
 ///
 /// # Errors
 /// Fails if an action is not available in the tree's direction.
-pub fn replay(tree: &StateTree, context: &str, start: usize, actions: &[Action]) -> Result<Trajectory, super::tree::TreeError> {
+pub fn replay(
+    tree: &StateTree,
+    context: &str,
+    start: usize,
+    actions: &[Action],
+) -> Result<Trajectory, super::tree::TreeError> {
     let mut emit = EmitState::default();
     let first = Target::Node(start);
     let mut traj = Trajectory {
@@ -453,7 +486,9 @@ pub fn parse_frame(text: &str) -> Result<Frame, GrammarError> {
     let src = src.ok_or_else(|| expected("<|src_sep|>", 2))?;
     let arg_text = arg_text.ok_or_else(|| expected("<|arg_sep|>", 2))?;
     let arg = match event {
-        NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException => Arg::Value(parse_value(&arg_text)?),
+        NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException => {
+            Arg::Value(parse_value(&arg_text)?)
+        }
         _ => Arg::Locals(parse_locals(&arg_text)?),
     };
     Ok(Frame::State { event, src, arg })
@@ -465,10 +500,11 @@ pub fn parse_frame(text: &str) -> Result<Frame, GrammarError> {
 /// # Errors
 /// Fails on malformed text.
 pub fn parse_prompt(text: &str) -> Result<(String, Vec<Frame>, Vec<Action>), GrammarError> {
-    let rest = text
-        .strip_prefix(BEGIN_OF_TEXT)
-        .and_then(|t| t.strip_prefix(CONTEXT_START))
-        .ok_or(GrammarError::Expected { expected: "<|begin_of_text|><|trace_context_start|>", at: text.chars().take(40).collect() })?;
+    let rest =
+        text.strip_prefix(BEGIN_OF_TEXT).and_then(|t| t.strip_prefix(CONTEXT_START)).ok_or(GrammarError::Expected {
+            expected: "<|begin_of_text|><|trace_context_start|>",
+            at: text.chars().take(40).collect(),
+        })?;
     let first = rest.find(FRAME_SEP).ok_or(GrammarError::Expected { expected: "<|frame_sep|>", at: String::new() })?;
     let context = rest[..first].to_string();
     let mut frames = Vec::new();
@@ -496,7 +532,12 @@ pub fn parse_trajectory(text: &str) -> Result<Trajectory, GrammarError> {
     let (context, frames, actions) = parse_prompt(text)?;
     let direction = match frames.first() {
         Some(first) if frames.len() == actions.len() + 1 => first.direction(),
-        _ => return Err(GrammarError::Expected { expected: "a trajectory ending with a frame", at: text.chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect() }),
+        _ => {
+            return Err(GrammarError::Expected {
+                expected: "a trajectory ending with a frame",
+                at: text.chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect(),
+            })
+        }
     };
     Ok(Trajectory { context, direction, frames, actions, targets: Vec::new() })
 }
@@ -528,7 +569,14 @@ mod tests {
     use super::*;
     use crate::debugger::trace::{EventKind, Trace, TraceEvent, TRACE_FORMAT_VERSION};
 
-    fn ev(event: EventKind, depth: usize, frame: u64, src: &str, locals: &[(&str, &str)], value: Option<&str>) -> TraceEvent {
+    fn ev(
+        event: EventKind,
+        depth: usize,
+        frame: u64,
+        src: &str,
+        locals: &[(&str, &str)],
+        value: Option<&str>,
+    ) -> TraceEvent {
         TraceEvent {
             event,
             depth,
@@ -597,13 +645,23 @@ mod tests {
         let t = count_trace();
         let scope = t.scope(2).expect("count");
         let tree = StateTree::inverse(&scope);
-        let traj = replay(&tree, "", 0, &[Action::InvStepInto, Action::InvStepInto, Action::InvStepInto, Action::InvStepInto]).expect("inverse");
+        let traj =
+            replay(&tree, "", 0, &[Action::InvStepInto, Action::InvStepInto, Action::InvStepInto, Action::InvStepInto])
+                .expect("inverse");
         let text = traj.serialize();
-        assert!(text.contains("<|frame_sep|><|inv_return_sep|><|src_sep|>    return n<|arg_sep|>\"1\"<|action_sep|><|inv_step_into|>"), "{text}");
+        assert!(
+            text.contains(
+                "<|frame_sep|><|inv_return_sep|><|src_sep|>    return n<|arg_sep|>\"1\"<|action_sep|><|inv_step_into|>"
+            ),
+            "{text}"
+        );
         // As in Fig. C.1b: deltas are against the (hidden) locals of the return state.
         assert!(text.contains("<|inv_return_sep|><|src_sep|>    return n<|arg_sep|>\"1\"<|action_sep|><|inv_step_into|><|frame_sep|><|inv_line_sep|><|src_sep|>    for c in s:<|arg_sep|>{\"..\": \"..\"}"), "{text}");
         assert!(text.contains("<|inv_line_sep|><|src_sep|>    n = 0<|arg_sep|>{\"..\": \"..\"}"), "{text}");
-        assert!(text.contains("<|inv_call_sep|><|src_sep|>def count(s, t):<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\"}"), "{text}");
+        assert!(
+            text.contains("<|inv_call_sep|><|src_sep|>def count(s, t):<|arg_sep|>{\"s\": \"'ab'\", \"t\": \"'b'\"}"),
+            "{text}"
+        );
         assert!(text.ends_with("<|frame_sep|><|inv_exit_entry|><|trace_end|><|end_of_text|>"), "{text}");
     }
 
@@ -611,7 +669,13 @@ mod tests {
     fn every_prompt_and_frame_parses_back() {
         let t = count_trace();
         let tree = StateTree::forward(&t.whole());
-        let actions = [Action::StepInto, Action::StepInto, Action::Breakpoint("    for c in s:".into()), Action::StepOver, Action::StepReturn];
+        let actions = [
+            Action::StepInto,
+            Action::StepInto,
+            Action::Breakpoint("    for c in s:".into()),
+            Action::StepOver,
+            Action::StepReturn,
+        ];
         let traj = replay(&tree, "def f():\n    return '<|x'\n", 0, &actions).expect("replay");
         for k in 0..traj.actions.len() {
             let (context, frames, parsed_actions) = parse_prompt(&traj.prompt(k)).expect("prompt parses");
@@ -625,10 +689,19 @@ mod tests {
     #[test]
     fn trajectories_parse_back_and_use_only_listed_special_tokens() {
         let tree = StateTree::forward(&count_trace().whole());
-        let traj = replay(&tree, "CODE\n", 0, &[Action::StepInto, Action::StepInto, Action::Breakpoint("    for c in s:".into()), Action::Continue]).expect("replay");
+        let traj = replay(
+            &tree,
+            "CODE\n",
+            0,
+            &[Action::StepInto, Action::StepInto, Action::Breakpoint("    for c in s:".into()), Action::Continue],
+        )
+        .expect("replay");
         let text = traj.serialize();
         let back = parse_trajectory(&text).expect("parses");
-        assert_eq!((back.context.as_str(), back.direction, &back.frames, &back.actions), ("CODE\n", Direction::Forward, &traj.frames, &traj.actions));
+        assert_eq!(
+            (back.context.as_str(), back.direction, &back.frames, &back.actions),
+            ("CODE\n", Direction::Forward, &traj.frames, &traj.actions)
+        );
         assert_eq!(back.serialize(), text);
         assert!(parse_trajectory(&traj.prompt(1)).is_err(), "a prompt ends with an action");
         let listed = special_tokens();
@@ -642,7 +715,14 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_errors_not_panics() {
-        for bad in ["", "hello", "<|frame_sep|>", "<|frame_sep|><|bogus|>", "<|frame_sep|><|line_sep|><|arg_sep|>{x}<|src_sep|>a", "<|frame_sep|><|return_sep|><|src_sep|>a<|arg_sep|>2"] {
+        for bad in [
+            "",
+            "hello",
+            "<|frame_sep|>",
+            "<|frame_sep|><|bogus|>",
+            "<|frame_sep|><|line_sep|><|arg_sep|>{x}<|src_sep|>a",
+            "<|frame_sep|><|return_sep|><|src_sep|>a<|arg_sep|>2",
+        ] {
             assert!(parse_frame(bad).is_err(), "{bad:?}");
         }
     }

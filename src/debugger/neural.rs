@@ -12,7 +12,9 @@ use std::path::Path;
 pub enum NeuralError {
     #[error(transparent)]
     Model(#[from] ModelError),
-    #[error("{path} holds a {task} model, not a next-state model (train one with `deepdebug train --task next-state`)")]
+    #[error(
+        "{path} holds a {task} model, not a next-state model (train one with `deepdebug train --task next-state`)"
+    )]
     WrongTask { path: String, task: &'static str },
     #[error("the model's tokenizer does not keep {0} as one token")]
     SplitToken(&'static str),
@@ -30,7 +32,10 @@ pub fn next_state_examples(text: &str) -> Result<Vec<Example>, GrammarError> {
     let trajectory = parse_trajectory(text)?;
     Ok(cases(std::slice::from_ref(&trajectory))
         .into_iter()
-        .map(|c| Example { source: Prompt { prefix: &c.prefix, action: &c.action }.text(), target: c.reference.serialize() })
+        .map(|c| Example {
+            source: Prompt { prefix: &c.prefix, action: &c.action }.text(),
+            target: c.reference.serialize(),
+        })
         .collect())
 }
 
@@ -71,7 +76,11 @@ pub fn fit_prompt(text: &str, budget: usize, count: &dyn Fn(&str) -> usize) -> S
     };
     let (header, frames) = text.split_at(first_sep);
     let starts: Vec<usize> = frames.match_indices(FRAME_SEP).map(|(i, _)| i).collect();
-    let chunks: Vec<&str> = starts.iter().enumerate().map(|(j, &s)| &frames[s..starts.get(j + 1).copied().unwrap_or(frames.len())]).collect();
+    let chunks: Vec<&str> = starts
+        .iter()
+        .enumerate()
+        .map(|(j, &s)| &frames[s..starts.get(j + 1).copied().unwrap_or(frames.len())])
+        .collect();
     let (middle, last) = chunks.split_at(chunks.len() - 1);
     let last = last[0];
     let cost_last = count(last);
@@ -244,7 +253,8 @@ mod tests {
         let traj = step_into_trajectory(&nested_calls());
         let k = traj.actions.len() - 2;
         let prompt = traj.prompt(k);
-        let current = format!("{}{}", traj.frames[k].serialize(), crate::debugger::grammar::serialize_action(&traj.actions[k]));
+        let current =
+            format!("{}{}", traj.frames[k].serialize(), crate::debugger::grammar::serialize_action(&traj.actions[k]));
         let first = traj.frames[0].serialize();
         let budget = traj.header().len() + first.len() + current.len() + 3 * traj.frames[k - 1].serialize().len();
         let fitted = fit_prompt(&prompt, budget, &bytes);

@@ -86,7 +86,8 @@ impl NextStatePredictor for OraclePredictor {
                 // Cheap exact filter: a forward trajectory starts at its entry's call frame.
                 if direction == Direction::Forward {
                     let e = &trace.events[entry];
-                    let call = Frame::State { event: NodeKind::Call, src: e.src.clone(), arg: Arg::Locals(e.locals.clone()) };
+                    let call =
+                        Frame::State { event: NodeKind::Call, src: e.src.clone(), arg: Arg::Locals(e.locals.clone()) };
                     if call != *first {
                         continue;
                     }
@@ -129,7 +130,10 @@ mod tests {
     fn trajectories(n: usize) -> Vec<crate::debugger::grammar::Trajectory> {
         let trace = nested_calls();
         let mut rng = Rng::new(11);
-        (0..n).filter_map(|_| sample_trajectory(&trace, &mut rng, &SamplerConfig::standard())).map(|s| s.trajectory).collect()
+        (0..n)
+            .filter_map(|_| sample_trajectory(&trace, &mut rng, &SamplerConfig::standard()))
+            .map(|s| s.trajectory)
+            .collect()
     }
 
     #[test]
@@ -153,7 +157,10 @@ mod tests {
         let prefix = traj.prefix(0).replace("total", "totl");
         let mut oracle = OraclePredictor::new(vec![nested_calls()]);
         let action = traj.actions[0].clone();
-        assert!(matches!(oracle.predict(&Prompt { prefix: &prefix, action: &action }), Err(PredictError::Unavailable(_))));
+        assert!(matches!(
+            oracle.predict(&Prompt { prefix: &prefix, action: &action }),
+            Err(PredictError::Unavailable(_))
+        ));
         assert!(matches!(oracle.predict(&Prompt { prefix: "garbage", action: &action }), Err(PredictError::Prompt(_))));
     }
 }

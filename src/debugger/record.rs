@@ -215,11 +215,8 @@ fn run_in_sandbox(
     args: &[&OsStr],
     limits: &RecordLimits,
 ) -> Result<ChildOutcome, RecordError> {
-    let python = if sandbox.is_container() {
-        crate::sandbox::docker::image_python(&limits.python)
-    } else {
-        &limits.python
-    };
+    let python =
+        if sandbox.is_container() { crate::sandbox::docker::image_python(&limits.python) } else { &limits.python };
     let mut argv = vec![script.as_os_str().to_owned()];
     argv.extend(args.iter().map(|a| a.to_os_string()));
     let job = crate::sandbox::Job {

@@ -247,26 +247,37 @@ pub struct SampleRow {
 /// Sample up to `per_trace` trajectories from one trace (with their sample numbers). The RNG
 /// is derived from `seed` and `source_index`, so results do not depend on processing order.
 #[must_use]
-pub fn sample_trajectories(trace: &Trace, source_index: usize, per_trace: usize, seed: u64, config: &SamplerConfig) -> Vec<(usize, Sampled)> {
+pub fn sample_trajectories(
+    trace: &Trace,
+    source_index: usize,
+    per_trace: usize,
+    seed: u64,
+    config: &SamplerConfig,
+) -> Vec<(usize, Sampled)> {
     let mut rng = Rng::new(seed ^ (source_index as u64).wrapping_mul(0xA076_1D64_78BD_642F));
     (0..per_trace).filter_map(|sample| Some((sample, sample_trajectory(trace, &mut rng, config)?))).collect()
 }
 
 /// Sample `per_trace` dataset rows from one trace (see [`sample_trajectories`]).
 #[must_use]
-pub fn sample_rows(trace: &Trace, source: &str, source_index: usize, per_trace: usize, seed: u64, config: &SamplerConfig) -> Vec<SampleRow> {
+pub fn sample_rows(
+    trace: &Trace,
+    source: &str,
+    source_index: usize,
+    per_trace: usize,
+    seed: u64,
+    config: &SamplerConfig,
+) -> Vec<SampleRow> {
     sample_trajectories(trace, source_index, per_trace, seed, config)
         .into_iter()
-        .map(|(sample, s)| {
-            SampleRow {
-                format_version: SAMPLE_FORMAT_VERSION,
-                source: source.to_string(),
-                sample,
-                direction: s.trajectory.direction,
-                entry_call: s.entry_call,
-                actions: s.trajectory.actions.clone(),
-                text: s.trajectory.serialize(),
-            }
+        .map(|(sample, s)| SampleRow {
+            format_version: SAMPLE_FORMAT_VERSION,
+            source: source.to_string(),
+            sample,
+            direction: s.trajectory.direction,
+            entry_call: s.entry_call,
+            actions: s.trajectory.actions.clone(),
+            text: s.trajectory.serialize(),
         })
         .collect()
 }

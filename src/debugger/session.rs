@@ -122,7 +122,11 @@ impl ReplayBackend {
             Pos::Forward(i) => Some(i),
             Pos::Inverse(j) => {
                 let node = &self.inverse.nodes[j];
-                Some(if node.kind == NodeKind::InvLineCall { self.forward.subtree_end(node.event) - 1 } else { node.event })
+                Some(if node.kind == NodeKind::InvLineCall {
+                    self.forward.subtree_end(node.event) - 1
+                } else {
+                    node.event
+                })
             }
             Pos::Exit(_) | Pos::Entry => None,
         }
@@ -154,7 +158,8 @@ impl DebugBackend for ReplayBackend {
                 let Some((tree, i)) = self.node() else { return String::new() };
                 let node = &tree.nodes[i];
                 let e = tree.event_of(i);
-                let mut out = format!("[{}] {}:{} depth={} | {}", kind_name(node.kind), e.func, e.lineno, node.depth, e.src);
+                let mut out =
+                    format!("[{}] {}:{} depth={} | {}", kind_name(node.kind), e.func, e.lineno, node.depth, e.src);
                 match node.kind {
                     NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException => {
                         out.push_str(&format!("\n  value: {}", e.value.as_deref().unwrap_or("")));
@@ -323,7 +328,13 @@ impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
 ///
 /// # Errors
 /// Fails only on I/O errors.
-pub fn run(backend: &mut dyn DebugBackend, program: &str, input: &mut dyn BufRead, out: &mut dyn Write, echo: bool) -> std::io::Result<()> {
+pub fn run(
+    backend: &mut dyn DebugBackend,
+    program: &str,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    echo: bool,
+) -> std::io::Result<()> {
     let lines: Vec<&str> = program.lines().collect();
     writeln!(out, "{}", backend.show())?;
     loop {
@@ -351,9 +362,16 @@ pub fn run(backend: &mut dyn DebugBackend, program: &str, input: &mut dyn BufRea
                 writeln!(out, "{}", backend.print())?;
                 Ok(())
             }
-            Ok(Command::Where) => backend.stack().map(|s| writeln!(out, "{s}")).and_then(|r| r.map_err(|e| e.to_string())),
-            Ok(Command::Back) => backend.back().map(|()| writeln!(out, "{}", backend.show())).and_then(|r| r.map_err(|e| e.to_string())),
-            Ok(Command::Act(action)) => backend.act(&action).map(|()| writeln!(out, "{}", backend.show())).and_then(|r| r.map_err(|e| e.to_string())),
+            Ok(Command::Where) => {
+                backend.stack().map(|s| writeln!(out, "{s}")).and_then(|r| r.map_err(|e| e.to_string()))
+            }
+            Ok(Command::Back) => {
+                backend.back().map(|()| writeln!(out, "{}", backend.show())).and_then(|r| r.map_err(|e| e.to_string()))
+            }
+            Ok(Command::Act(action)) => backend
+                .act(&action)
+                .map(|()| writeln!(out, "{}", backend.show()))
+                .and_then(|r| r.map_err(|e| e.to_string())),
         };
         if let Err(msg) = result {
             writeln!(out, "*** {msg}")?;
@@ -424,7 +442,8 @@ mod tests {
         let trace = crate::debugger::fixtures::nested_calls();
         let oracle = crate::debugger::predictor::OraclePredictor::new(vec![trace.clone()]);
         let mut b = PredictorBackend::new(oracle, &trace);
-        let out = transcript(&mut b, &trace.program, "step\nstep\nbreak 10\nnext\nback\nreturn\ncontinue\nstep\nrnext\n");
+        let out =
+            transcript(&mut b, &trace.program, "step\nstep\nbreak 10\nnext\nback\nreturn\ncontinue\nstep\nrnext\n");
         let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
         assert_eq!(
             states,

@@ -107,22 +107,13 @@ impl Trace {
     /// Indices of all call events (candidate trajectory entry points).
     #[must_use]
     pub fn call_indices(&self) -> Vec<usize> {
-        self.events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.event == EventKind::Call)
-            .map(|(i, _)| i)
-            .collect()
+        self.events.iter().enumerate().filter(|(_, e)| e.event == EventKind::Call).map(|(i, _)| i).collect()
     }
 
     /// The whole trace as one scope (entry point = first event).
     #[must_use]
     pub fn whole(&self) -> Scope {
-        let exit = if self.events.is_empty() {
-            self.exit
-        } else {
-            self.scope_exit(0, self.events.len())
-        };
+        let exit = if self.events.is_empty() { self.exit } else { self.scope_exit(0, self.events.len()) };
         Scope { call_index: 0, events: self.events.clone(), exit }
     }
 
@@ -166,10 +157,8 @@ impl Trace {
         if last.event != EventKind::Return || last.depth != base {
             return self.exit;
         }
-        let previous_in_frame = self.events[start..end - 1]
-            .iter()
-            .rev()
-            .find(|e| e.depth == base && e.frame == last.frame);
+        let previous_in_frame =
+            self.events[start..end - 1].iter().rev().find(|e| e.depth == base && e.frame == last.frame);
         match previous_in_frame {
             Some(e) if e.event == EventKind::Exception => ExitKind::Error,
             _ => ExitKind::Normal,

@@ -121,7 +121,8 @@ pub fn run_program(
         .env("PYTHONHASHSEED", "0");
     // Every call may use its whole budget; plus start-up.
     let budget = per_call.saturating_mul(u32::try_from(inputs.len()).unwrap_or(u32::MAX)) + Duration::from_secs(10);
-    let limits = Limits { memory_bytes: Some(2 << 30), cpu_seconds: Some(budget.as_secs() + 5), file_bytes: Some(16 << 20) };
+    let limits =
+        Limits { memory_bytes: Some(2 << 30), cpu_seconds: Some(budget.as_secs() + 5), file_bytes: Some(16 << 20) };
     let output = process::run(&mut command, budget, limits, dir.path())?;
     let mut results = vec![CallResult::Timeout; inputs.len()];
     let mut answered = 0;
@@ -164,9 +165,8 @@ pub fn compare_on_inputs(
     all.extend(generated);
     let correct = run_program(&config.python, root, "correct_python_programs", name, &all, config.per_call_timeout)?;
     // Keep the test inputs, and the generated ones the correct program accepts.
-    let kept: Vec<usize> = (0..all.len())
-        .filter(|&i| i < tests.len() || matches!(correct[i], CallResult::Value(_)))
-        .collect();
+    let kept: Vec<usize> =
+        (0..all.len()).filter(|&i| i < tests.len() || matches!(correct[i], CallResult::Value(_))).collect();
     let inputs: Vec<Vec<Value>> = kept.iter().map(|&i| all[i].clone()).collect();
     let patched = run_program(&config.python, root, "python_programs", name, &inputs, config.per_call_timeout)?;
     let difference = kept.iter().zip(&patched).find(|(&i, p)| correct[i] != **p).map(|(&i, p)| Difference {
@@ -251,7 +251,9 @@ mod tests {
         let tests = [vec![json!(-1)], vec![json!(0)], vec![json!(3)]];
         let cmp = compare_on_inputs(dir.path(), "f", &tests, &config(0)).unwrap();
         assert_eq!(cmp.difference, None);
-        let results = run_program(Path::new("python3"), dir.path(), "python_programs", "f", &tests, Duration::from_millis(300)).unwrap();
+        let results =
+            run_program(Path::new("python3"), dir.path(), "python_programs", "f", &tests, Duration::from_millis(300))
+                .unwrap();
         assert_eq!(
             results,
             vec![CallResult::Timeout, CallResult::Raised("ValueError".into()), CallResult::Value("set{3, 4}".into())]

@@ -1,12 +1,12 @@
 //! `eval quixbugs`: run `fix` on every program of a QuixBugs-layout tree and classify each result.
 
-use crate::repair::priors::Priors;
-use crate::sandbox::{DockerConfig, SandboxKind};
 use super::equivalence::{self, clip, CompareConfig};
 use crate::pytest::default_python;
 use crate::repair::candidate::GenerateLimits;
 use crate::repair::fix::{fix, FixOptions, FixStatus};
 use crate::repair::lab::EngineChoice;
+use crate::repair::priors::Priors;
+use crate::sandbox::{DockerConfig, SandboxKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -213,19 +213,13 @@ pub fn select(all: &[String], wanted: &[String]) -> Result<Vec<String>, Quixbugs
     }
     wanted
         .iter()
-        .map(|w| {
-            if all.contains(w) { Ok(w.clone()) } else { Err(QuixbugsError::UnknownProgram(w.clone())) }
-        })
+        .map(|w| if all.contains(w) { Ok(w.clone()) } else { Err(QuixbugsError::UnknownProgram(w.clone())) })
         .collect()
 }
 
 /// Evaluate `programs` (`jobs` at a time); `on_done` is called as each one finishes.
 #[must_use]
-pub fn evaluate(
-    options: &EvalOptions,
-    programs: &[String],
-    on_done: &(dyn Fn(&ProgramResult) + Sync),
-) -> EvalResults {
+pub fn evaluate(options: &EvalOptions, programs: &[String], on_done: &(dyn Fn(&ProgramResult) + Sync)) -> EvalResults {
     let start = Instant::now();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<ProgramResult>>> = Mutex::new(vec![None; programs.len()]);
@@ -242,8 +236,7 @@ pub fn evaluate(
             });
         }
     });
-    let programs: Vec<ProgramResult> =
-        results.into_inner().unwrap_or_default().into_iter().flatten().collect();
+    let programs: Vec<ProgramResult> = results.into_inner().unwrap_or_default().into_iter().flatten().collect();
     EvalResults {
         format_version: RESULTS_FORMAT_VERSION,
         tool: format!("deepdebug {}", env!("CARGO_PKG_VERSION")),
@@ -452,7 +445,11 @@ pub fn load_json_cases(path: &Path) -> Option<Vec<Vec<Value>>> {
             _ => None,
         })
         .collect();
-    if cases.is_empty() { None } else { Some(cases) }
+    if cases.is_empty() {
+        None
+    } else {
+        Some(cases)
+    }
 }
 
 /// The scratch project `fix` sees: root-level files (conftest.py, pytest.ini, ...), all of

@@ -13,9 +13,7 @@ fn status_color(status: ProgramStatus) -> &'static str {
 }
 
 fn patch_summary(r: &ProgramResult) -> String {
-    r.patch
-        .as_ref()
-        .map_or_else(String::new, |p| format!("{}:{} {}: {}", p.file, p.line, p.operator, p.description))
+    r.patch.as_ref().map_or_else(String::new, |p| format!("{}:{} {}: {}", p.file, p.line, p.operator, p.description))
 }
 
 /// Escape a table cell: pipes, newlines, backticks kept as code-safe text.
@@ -157,7 +155,8 @@ pub fn html(results: &EvalResults) -> String {
     }
     out.push_str("</table>\n<h2>Diffs</h2>\n");
     for r in &results.programs {
-        let _ = writeln!(out, "<h3 id=\"p-{}\">{} ({})</h3>", html_escape(&r.name), html_escape(&r.name), r.status.label());
+        let _ =
+            writeln!(out, "<h3 id=\"p-{}\">{} ({})</h3>", html_escape(&r.name), html_escape(&r.name), r.status.label());
         match &r.diff {
             Some(diff) => {
                 let _ = writeln!(out, "<pre>{}</pre>", html_escape(diff));
@@ -216,7 +215,12 @@ mod tests {
     #[test]
     fn markdown_has_a_row_per_program_and_totals() {
         let md = markdown(&results());
-        assert!(md.contains("| alpha | genuine | 1.2 | 3 | python_programs/alpha.py:4 comparison: `<` → `>` | a \\| b <c> |"), "{md}");
+        assert!(
+            md.contains(
+                "| alpha | genuine | 1.2 | 3 | python_programs/alpha.py:4 comparison: `<` → `>` | a \\| b <c> |"
+            ),
+            "{md}"
+        );
         assert!(md.contains("| delta | not fixed |"));
         assert!(md.contains("4 programs: 2 genuine, 1 plausible-only, 1 not fixed, 0 errors."));
     }
@@ -237,7 +241,10 @@ mod tests {
         let svg = svg_chart(&results());
         assert_eq!(svg.matches("<rect").count(), 4);
         assert!(svg.contains("data-status=\"genuine\" x=\"30.0\" y=\"24.0\" width=\"90.0\" height=\"200.0\""), "{svg}");
-        assert!(svg.contains("data-status=\"plausible-only\" x=\"150.0\" y=\"124.0\" width=\"90.0\" height=\"100.0\""), "{svg}");
+        assert!(
+            svg.contains("data-status=\"plausible-only\" x=\"150.0\" y=\"124.0\" width=\"90.0\" height=\"100.0\""),
+            "{svg}"
+        );
         assert!(svg.contains("data-status=\"error\" x=\"390.0\" y=\"224.0\" width=\"90.0\" height=\"0.0\""), "{svg}");
         assert!(svg.contains("<title>not fixed: 1</title>"));
     }

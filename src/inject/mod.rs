@@ -4,14 +4,14 @@ mod row;
 
 pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT_VERSION};
 
-pub use crate::shard::Shard;
+use crate::patch::Patch;
 use crate::project::Project;
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
 use crate::repair::lab::{scratch_copy, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
 use crate::repair::operators::{mutations_at_line_in, FileScope};
-use crate::patch::Patch;
+pub use crate::shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -127,11 +127,8 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         };
         // Rows first, then the checkpoint (with the rows file's length): a crash in between
         // re-runs the repository after truncating its rows away.
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&rows_path)
-            .map_err(io("open", &rows_path))?;
+        let mut file =
+            std::fs::OpenOptions::new().create(true).append(true).open(&rows_path).map_err(io("open", &rows_path))?;
         let mut text = String::new();
         for row in &rows {
             text.push_str(&serde_json::to_string(row).expect("rows serialize"));
@@ -156,8 +153,23 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
 /// Columns of the Parquet copy of the rows (nested fields as JSON text).
 #[cfg(feature = "parquet")]
 const ROW_COLUMNS: &[&str] = &[
-    "format_version", "repo", "path", "function", "class", "kind", "line", "description", "buggy_function",
-    "fixed_function", "context", "outcome", "failing_tests", "error_type", "error_message", "trace", "seed",
+    "format_version",
+    "repo",
+    "path",
+    "function",
+    "class",
+    "kind",
+    "line",
+    "description",
+    "buggy_function",
+    "fixed_function",
+    "context",
+    "outcome",
+    "failing_tests",
+    "error_type",
+    "error_message",
+    "trace",
+    "seed",
 ];
 
 /// `checkpoint-SHARD.json`: finished repositories and the rows file's length after them.
@@ -228,7 +240,9 @@ fn inject_repo(
     let passing: BTreeSet<String> =
         baseline.tests.iter().filter(|t| t.outcome == TestOutcome::Passed).map(|t| t.nodeid.clone()).collect();
     if let (true, Some(usage)) = (baseline.tests.is_empty(), crate::pytest::usage_error(&baseline.output_tail)) {
-        return Err(RepoError::Skip(format!("pytest rejected its options ({usage}): a plugin named by addopts is missing?")));
+        return Err(RepoError::Skip(format!(
+            "pytest rejected its options ({usage}): a plugin named by addopts is missing?"
+        )));
     }
     if passing.is_empty() {
         return Err(RepoError::Skip("no passing tests".into()));
@@ -285,12 +299,7 @@ fn mutant_view<'a>(mutant: &'a Mutant, project: &'a Project) -> row::MutantView<
     let original = project.file(&mutant.file).map(|f| f.parsed.text()).unwrap_or_default();
     let fixed_function = &original[mutant.fn_range.clone()];
     // The function's range in the buggy text: shifted by the edits before its end.
-    let delta: isize = mutant
-        .patch
-        .edits()
-        .iter()
-        .map(|e| e.content.len() as isize - e.range.len() as isize)
-        .sum();
+    let delta: isize = mutant.patch.edits().iter().map(|e| e.content.len() as isize - e.range.len() as isize).sum();
     let end = mutant.fn_range.end.checked_add_signed(delta).unwrap_or(mutant.fn_range.end);
     let buggy_function = mutant.text.get(mutant.fn_range.start..end).unwrap_or_default();
     row::MutantView {
@@ -354,7 +363,10 @@ fn plan(
                     let tokenizer = s.tokenizer().clone();
                     crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &|t: &str| tokenizer.count(t)).text
                 }
-                None => crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &crate::skeleton::approximate_count).text,
+                None => {
+                    crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &crate::skeleton::approximate_count)
+                        .text
+                }
             };
             // Edits are only collected here; the file is patched and re-parsed for the chosen
             // ones alone (materializing every mutation of a 1,000-line module took minutes and

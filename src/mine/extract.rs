@@ -116,8 +116,10 @@ struct Side {
 
 impl Side {
     fn whole(parsed: Parsed) -> Side {
-        let functions =
-            functions(&parsed).into_iter().map(|def| Located { local: def.byte_range.clone(), def, piece: 0 }).collect();
+        let functions = functions(&parsed)
+            .into_iter()
+            .map(|def| Located { local: def.byte_range.clone(), def, piece: 0 })
+            .collect();
         Side { pieces: vec![parsed], functions }
     }
 
@@ -261,7 +263,8 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
     for (i, line) in text[start..].split_inclusive('\n').enumerate() {
         // Lines inside triple-quoted strings (docstrings) never start a statement; an odd
         // count of a delimiter opens or closes one.
-        let odd = |delim: &&str| line.as_bytes().contains(&delim.as_bytes()[0]) && line.matches(*delim).count() % 2 == 1;
+        let odd =
+            |delim: &&str| line.as_bytes().contains(&delim.as_bytes()[0]) && line.matches(*delim).count() % 2 == 1;
         if let Some(delim) = in_string {
             if odd(&delim) {
                 in_string = None;
@@ -275,12 +278,14 @@ fn split_lines(text: &str, start: usize, indent: &str, first_line: usize) -> Vec
         if in_string.is_none() {
             depth = (depth + bracket_change(line)).max(0);
         }
-        let starts = !inside_brackets && line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
-            None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
-            Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
-                code.strip_prefix(kw).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-            }),
-        });
+        let starts = !inside_brackets
+            && line.strip_prefix(indent).is_some_and(|code| match code.as_bytes().first() {
+                None | Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'#' | b')' | b']' | b'}') => false,
+                Some(_) => !["else", "elif", "except", "finally"].iter().any(|kw| {
+                    code.strip_prefix(kw)
+                        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+                }),
+            });
         if starts && !in_decorators && offset > start {
             if let Some(last) = chunks.last_mut() {
                 last.bytes.end = offset;
@@ -455,7 +460,8 @@ mod tests {
     fn chunked_and_whole_file_extraction_agree_even_when_a_chunk_does_not_parse_alone() {
         // The changed Python 2 `print` chunk has a syntax error, so both whole files are
         // parsed instead, with the same result as parsing only the changed chunks.
-        let before = "import os\nprint 'a'\n\ndef a():\n    return 1\n\nclass K:\n    def m(self):\n        return os.sep\n";
+        let before =
+            "import os\nprint 'a'\n\ndef a():\n    return 1\n\nclass K:\n    def m(self):\n        return os.sep\n";
         let after = "import os\nprint 'b'\n\ndef a():\n    return 2 + a\n\nclass K:\n    def m(self):\n        return os.pathsep\n";
         let (edits, stats) = edited_functions(before, after, 4096);
         assert_eq!(stats, FileEditStats { functions_edited: 2, trivial_edits: 0 });

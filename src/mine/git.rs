@@ -113,7 +113,10 @@ pub fn mine_repo_with(
                 |repo, &oid| {
                     let mined = match repo {
                         Some(repo) => mine_commit(repo, oid, limits),
-                        None => RepoMined { stats: MineStats { unreadable_commits: 1, ..MineStats::default() }, ..RepoMined::default() },
+                        None => RepoMined {
+                            stats: MineStats { unreadable_commits: 1, ..MineStats::default() },
+                            ..RepoMined::default()
+                        },
                     };
                     on_commits(1);
                     mined
@@ -167,7 +170,8 @@ fn try_mine_commit(repo: &Repository, oid: Oid, limits: RepoLimits, out: &mut Re
             continue;
         }
         let (old, new) = (delta.old_file(), delta.new_file());
-        let is_blob = |m: FileMode| matches!(m, FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable);
+        let is_blob =
+            |m: FileMode| matches!(m, FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable);
         if !is_blob(old.mode()) || !is_blob(new.mode()) {
             continue;
         }

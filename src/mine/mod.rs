@@ -12,12 +12,12 @@ mod progress;
 mod report;
 mod run;
 
+pub use crate::shard::{Shard, ShardError, INDEX_ENV_VARS};
 pub use extract::{edited_functions, pair_hash, FileEditStats, FunctionEdit};
 pub use git::is_fix_message;
 pub use output::{for_each_row, Checkpoint, PairRow, ShardPaths};
 pub use report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 pub use run::{mine, MineConfig};
-pub use crate::shard::{Shard, ShardError, INDEX_ENV_VARS};
 
 use std::path::PathBuf;
 

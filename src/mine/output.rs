@@ -136,7 +136,11 @@ impl ShardWriter {
             .map_err(io_err(&paths.jsonl))?;
         let len = file.metadata().map_err(io_err(&paths.jsonl))?.len();
         if len < checkpoint.jsonl_bytes {
-            return Err(MineError::TruncatedOutput { path: paths.jsonl.clone(), expected: checkpoint.jsonl_bytes, found: len });
+            return Err(MineError::TruncatedOutput {
+                path: paths.jsonl.clone(),
+                expected: checkpoint.jsonl_bytes,
+                found: len,
+            });
         }
         // Drop rows of a repository that was being written when the process died.
         file.set_len(checkpoint.jsonl_bytes).map_err(io_err(&paths.jsonl))?;
@@ -160,7 +164,12 @@ impl ShardWriter {
     ///
     /// `fail_after_rows` is fault injection for tests: write only that many rows and
     /// return [`MineError::InjectedFault`] without checkpointing, as a crash would.
-    pub fn append_repo(&mut self, spill: Spill, mut report: RepoReport, fail_after_rows: Option<usize>) -> Result<(), MineError> {
+    pub fn append_repo(
+        &mut self,
+        spill: Spill,
+        mut report: RepoReport,
+        fail_after_rows: Option<usize>,
+    ) -> Result<(), MineError> {
         let path = self.paths.jsonl.clone();
         let (rows, hashes) = spill.finish()?;
         let mut rows = BufReader::new(rows);
@@ -191,7 +200,8 @@ impl ShardWriter {
         self.checkpoint.jsonl_bytes += bytes;
         self.checkpoint.rows += written;
         self.checkpoint.completed.push(report);
-        let json = serde_json::to_vec_pretty(&self.checkpoint).map_err(|e| MineError::Io { path: path.clone(), source: e.into() })?;
+        let json = serde_json::to_vec_pretty(&self.checkpoint)
+            .map_err(|e| MineError::Io { path: path.clone(), source: e.into() })?;
         write_atomic(&self.paths.checkpoint, &json)
     }
 }
@@ -218,7 +228,9 @@ impl Spill {
         if self.error.is_some() {
             return;
         }
-        let written = serde_json::to_writer(&mut self.file, row).map_err(std::io::Error::from).and_then(|()| self.file.write_all(b"\n"));
+        let written = serde_json::to_writer(&mut self.file, row)
+            .map_err(std::io::Error::from)
+            .and_then(|()| self.file.write_all(b"\n"));
         match written {
             Ok(()) => self.hashes.push(u64::from_str_radix(&row.pair_hash, 16).unwrap_or_default()),
             Err(e) => self.error = Some(e),
@@ -265,7 +277,8 @@ pub fn for_each_row(path: &Path, mut each: impl FnMut(PairRow) -> Result<(), Min
     let file = File::open(path).map_err(io_err(path))?;
     for line in BufReader::new(file).lines() {
         let line = line.map_err(io_err(path))?;
-        let row = serde_json::from_str(&line).map_err(|source| MineError::BadRow { path: path.to_path_buf(), source })?;
+        let row =
+            serde_json::from_str(&line).map_err(|source| MineError::BadRow { path: path.to_path_buf(), source })?;
         each(row)?;
     }
     Ok(())

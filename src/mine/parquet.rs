@@ -78,12 +78,16 @@ fn write_group<W: std::io::Write + Send>(
         };
         match column {
             0 => {
-                let values: Vec<i32> = rows.iter().map(|r| i32::try_from(r.format_version).unwrap_or(i32::MAX)).collect();
+                let values: Vec<i32> =
+                    rows.iter().map(|r| i32::try_from(r.format_version).unwrap_or(i32::MAX)).collect();
                 col.typed::<Int32Type>().write_batch(&values, None, None)?;
             }
             7 => {
-                let values: Vec<ByteArray> =
-                    rows.iter().filter_map(|r| r.class.as_deref()).map(|c| ByteArray::from(c.as_bytes().to_vec())).collect();
+                let values: Vec<ByteArray> = rows
+                    .iter()
+                    .filter_map(|r| r.class.as_deref())
+                    .map(|c| ByteArray::from(c.as_bytes().to_vec()))
+                    .collect();
                 let def: Vec<i16> = rows.iter().map(|r| i16::from(r.class.is_some())).collect();
                 col.typed::<ByteArrayType>().write_batch(&values, Some(&def), None)?;
             }

@@ -24,7 +24,8 @@ impl Progress {
         repo_bar.set_prefix("repos");
         let commits = multi.add(ProgressBar::no_length());
         commits.set_style(
-            ProgressStyle::with_template("{prefix:>8} {pos} ({per_sec})").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            ProgressStyle::with_template("{prefix:>8} {pos} ({per_sec})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         commits.set_prefix("commits");
         Progress { repos: repo_bar, commits, _multi: multi }

@@ -96,7 +96,11 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
                 Err(error) => {
                     progress.repo_done(&key);
                     let error = error_chain(&error);
-                    return Ok(RepoReport { repo: key, outcome: RepoOutcome::Failed { error }, stats: MineStats::default() });
+                    return Ok(RepoReport {
+                        repo: key,
+                        outcome: RepoOutcome::Failed { error },
+                        stats: MineStats::default(),
+                    });
                 }
             };
             let report = RepoReport { repo: key.clone(), outcome: RepoOutcome::Mined, stats };
@@ -133,7 +137,8 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
         parquet,
         elapsed_seconds: start.elapsed().as_secs_f64(),
     };
-    let json = serde_json::to_vec_pretty(&report).map_err(|e| MineError::Io { path: paths.report.clone(), source: e.into() })?;
+    let json = serde_json::to_vec_pretty(&report)
+        .map_err(|e| MineError::Io { path: paths.report.clone(), source: e.into() })?;
     write_atomic(&paths.report, &json)?;
     Ok(report)
 }

@@ -159,7 +159,9 @@ impl ModelConfig {
             )));
         }
         if self.tie_word_embeddings {
-            return Err(ModelError::Config("tied word embeddings are not supported (set tie_word_embeddings: false)".into()));
+            return Err(ModelError::Config(
+                "tied word embeddings are not supported (set tie_word_embeddings: false)".into(),
+            ));
         }
         if self.num_decoder_layers != self.num_layers {
             return Err(ModelError::Config("num_decoder_layers must equal num_layers".into()));

@@ -119,7 +119,11 @@ impl ModelDir {
         let state: TrainState =
             serde_json::from_str(&read(&path)?).map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
         if state.format_version != TRAIN_STATE_FORMAT_VERSION {
-            return Err(ModelError::Config(format!("{}: unsupported format_version {}", path.display(), state.format_version)));
+            return Err(ModelError::Config(format!(
+                "{}: unsupported format_version {}",
+                path.display(),
+                state.format_version
+            )));
         }
         Ok(Some(state))
     }

@@ -110,7 +110,10 @@ impl KvCache {
     /// becomes their shared prefix.
     fn push(&mut self, k: Tensor, v: Tensor) -> candle_core::Result<(Tensor, Tensor)> {
         let b = k.dim(0)?;
-        if b > 1 && self.shared.is_none() && self.own.as_ref().is_some_and(|(ck, _)| ck.dim(0).is_ok_and(|rows| rows == 1)) {
+        if b > 1
+            && self.shared.is_none()
+            && self.own.as_ref().is_some_and(|(ck, _)| ck.dim(0).is_ok_and(|rows| rows == 1))
+        {
             self.shared = self.own.take();
         }
         let own = match self.own.take() {
@@ -130,11 +133,22 @@ impl Layer {
         candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
     }
 
-    fn attention(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize, dense: bool) -> candle_core::Result<Tensor> {
+    fn attention(
+        &mut self,
+        x: &Tensor,
+        mask: Option<&Tensor>,
+        index_pos: usize,
+        dense: bool,
+    ) -> candle_core::Result<Tensor> {
         let (b, seq_len, n_embd) = x.dims3()?;
         let q = self.wq.forward(x, dense)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
         let k = self.wk.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
-        let v = self.wv.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
+        let v = self
+            .wv
+            .forward(x, dense)?
+            .reshape((b, seq_len, self.n_kv_head, self.head_dim))?
+            .transpose(1, 2)?
+            .contiguous()?;
         let q = self.rotary(&q, index_pos)?;
         let k = self.rotary(&k, index_pos)?;
         if index_pos == 0 {
@@ -169,7 +183,8 @@ impl Layer {
             None => scores,
             Some(mask) => {
                 let keys = mask.dim(1)?;
-                let mask = mask.unsqueeze(0)?.expand((g, l, keys))?.reshape((g * l, keys))?.broadcast_as(scores.shape())?;
+                let mask =
+                    mask.unsqueeze(0)?.expand((g, l, keys))?.reshape((g * l, keys))?.broadcast_as(scores.shape())?;
                 mask.where_cond(&self.neg_inf.broadcast_as(scores.shape())?, &scores)?
             }
         };
@@ -222,7 +237,11 @@ impl Llama {
     ///
     /// # Errors
     /// On missing metadata or tensors, and for mixture-of-experts models.
-    pub fn from_gguf<R: std::io::Seek + std::io::Read>(ct: &gguf_file::Content, reader: &mut R, device: &Device) -> Result<Llama, ModelError> {
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(
+        ct: &gguf_file::Content,
+        reader: &mut R,
+        device: &Device,
+    ) -> Result<Llama, ModelError> {
         Llama::from_gguf_with(ct, reader, device, Weights::Quantized)
     }
 
@@ -236,10 +255,13 @@ impl Llama {
         device: &Device,
         weights: Weights,
     ) -> Result<Llama, ModelError> {
-        let md = |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
+        let md =
+            |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
         let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
         if experts > 1 {
-            return Err(ModelError::Config(format!("mixture-of-experts GGUF (llama.expert_count = {experts}) is not supported")));
+            return Err(ModelError::Config(format!(
+                "mixture-of-experts GGUF (llama.expert_count = {experts}) is not supported"
+            )));
         }
         let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
         let n_kv_head = md("llama.attention.head_count_kv")?.to_u32()? as usize;
@@ -282,7 +304,12 @@ impl Llama {
                 cache: KvCache::default(),
             });
         }
-        Ok(Llama { embeddings: Embedding::new(embeddings, embedding_length), layers, norm, output: Linear::new(output, weights, device)? })
+        Ok(Llama {
+            embeddings: Embedding::new(embeddings, embedding_length),
+            layers,
+            norm,
+            output: Linear::new(output, weights, device)?,
+        })
     }
 
     /// Run tokens `x` (`(batch, seq_len)`) at positions `index_pos..`, appending to the KV cache

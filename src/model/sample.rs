@@ -87,7 +87,8 @@ impl Sampler {
         }
         let config = dir.config()?;
         let tokenizer = dir.tokenizer()?;
-        let bytes = std::fs::read(dir.weights_path()).map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+        let bytes = std::fs::read(dir.weights_path())
+            .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, device)?;
         let model = T5ForConditionalGeneration::load(vb, &config.t5()?)?;
         Ok(Sampler { model, tokenizer, config, device: device.clone() })

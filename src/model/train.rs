@@ -74,10 +74,24 @@ impl TrainOptions {
 #[derive(Debug, Clone)]
 pub enum TrainEvent {
     /// A checkpoint was resumed; `optimizer_restored` says whether the AdamW moments were too.
-    Resumed { step: usize, optimizer_restored: bool },
-    Step { step: usize, loss: f32, lr: f64, grad_norm: f32, tokens_per_second: f64 },
-    Eval { step: usize, loss: f32 },
-    Checkpoint { step: usize },
+    Resumed {
+        step: usize,
+        optimizer_restored: bool,
+    },
+    Step {
+        step: usize,
+        loss: f32,
+        lr: f64,
+        grad_norm: f32,
+        tokens_per_second: f64,
+    },
+    Eval {
+        step: usize,
+        loss: f32,
+    },
+    Checkpoint {
+        step: usize,
+    },
 }
 
 /// What a run did.
@@ -146,8 +160,10 @@ pub(crate) fn pad_batch(rows: &[&[u32]], device: &Device) -> Result<Tensor, Mode
 fn batch_tensors(batch: &[&Encoded], device: &Device) -> Result<(Tensor, Tensor, Tensor, usize), ModelError> {
     let src: Vec<&[u32]> = batch.iter().map(|e| e.src.as_slice()).collect();
     let labels: Vec<&[u32]> = batch.iter().map(|e| e.labels.as_slice()).collect();
-    let dec_in: Vec<Vec<u32>> =
-        batch.iter().map(|e| std::iter::once(PAD_ID).chain(e.labels[..e.labels.len() - 1].iter().copied()).collect()).collect();
+    let dec_in: Vec<Vec<u32>> = batch
+        .iter()
+        .map(|e| std::iter::once(PAD_ID).chain(e.labels[..e.labels.len() - 1].iter().copied()).collect())
+        .collect();
     let dec_refs: Vec<&[u32]> = dec_in.iter().map(Vec::as_slice).collect();
     let tokens = batch.iter().map(|e| e.src.len() + e.labels.len()).sum();
     Ok((pad_batch(&src, device)?, pad_batch(&dec_refs, device)?, pad_batch(&labels, device)?, tokens))
@@ -177,7 +193,8 @@ fn checkpoint(
     dir.create()?;
     let tmp = dir.path.join("model.safetensors.tmp");
     varmap.save(&tmp)?;
-    std::fs::rename(&tmp, dir.weights_path()).map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+    std::fs::rename(&tmp, dir.weights_path())
+        .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
     opt.save(&dir.optimizer_path())?;
     dir.save_config(cfg)?;
     tokenizer.save(&dir.tokenizer_path())?;
@@ -216,7 +233,11 @@ pub fn train(
     let encoded = encode_all(tokenizer, cfg, examples)?;
     let mut order: Vec<usize> = (0..encoded.len()).collect();
     order.shuffle(&mut StdRng::seed_from_u64(opts.seed));
-    let n_eval = if encoded.len() < 4 { 0 } else { ((encoded.len() as f64 * opts.eval_fraction).ceil() as usize).clamp(1, encoded.len() / 2) };
+    let n_eval = if encoded.len() < 4 {
+        0
+    } else {
+        ((encoded.len() as f64 * opts.eval_fraction).ceil() as usize).clamp(1, encoded.len() / 2)
+    };
     let eval: Vec<&Encoded> = order[..n_eval].iter().map(|&i| &encoded[i]).collect();
     let train_set: Vec<&Encoded> = order[n_eval..].iter().map(|&i| &encoded[i]).collect();
 
@@ -226,11 +247,20 @@ pub fn train(
     let params = AdamWParams { lr: opts.lr_at(0), weight_decay: opts.weight_decay, ..AdamWParams::default() };
     let mut opt = AdamW::new(&varmap, params)?;
     let mut optimizer_restored = false;
-    let mut state = TrainState { format_version: TRAIN_STATE_FORMAT_VERSION, step: 0, total_steps: opts.steps, train_loss: Vec::new(), eval_loss: Vec::new() };
+    let mut state = TrainState {
+        format_version: TRAIN_STATE_FORMAT_VERSION,
+        step: 0,
+        total_steps: opts.steps,
+        train_loss: Vec::new(),
+        eval_loss: Vec::new(),
+    };
     if let Some(saved) = dir.train_state()? {
         let saved_cfg = dir.config()?;
         if &saved_cfg != cfg {
-            return Err(ModelError::Config(format!("{} holds a checkpoint with a different config", dir.path.display())));
+            return Err(ModelError::Config(format!(
+                "{} holds a checkpoint with a different config",
+                dir.path.display()
+            )));
         }
         let mut varmap = varmap.clone();
         varmap.load(dir.weights_path())?;
@@ -249,13 +279,8 @@ pub fn train(
     }
     let mut vars = varmap.all_vars();
     // A fixed order keeps the gradient norm's summation order, hence clipping, reproducible.
-    let names: std::collections::HashMap<candle_core::TensorId, String> = varmap
-        .data()
-        .lock()
-        .expect("varmap lock")
-        .iter()
-        .map(|(name, v)| (v.as_tensor().id(), name.clone()))
-        .collect();
+    let names: std::collections::HashMap<candle_core::TensorId, String> =
+        varmap.data().lock().expect("varmap lock").iter().map(|(name, v)| (v.as_tensor().id(), name.clone())).collect();
     vars.sort_by(|a, b| names[&a.as_tensor().id()].cmp(&names[&b.as_tensor().id()]));
 
     let start_step = state.step;
@@ -273,8 +298,10 @@ pub fn train(
     let mut since_ckpt: Vec<f32> = Vec::new();
     while state.step < opts.steps {
         let step = state.step;
-        let mut rng = StdRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(step as u64 + 1));
-        let batch: Vec<&Encoded> = (0..opts.batch_size.max(1)).map(|_| train_set[rng.random_range(0..train_set.len())]).collect();
+        let mut rng =
+            StdRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(step as u64 + 1));
+        let batch: Vec<&Encoded> =
+            (0..opts.batch_size.max(1)).map(|_| train_set[rng.random_range(0..train_set.len())]).collect();
         let (src, dec_in, labels, tokens) = batch_tensors(&batch, device)?;
         let loss = model.loss(&src, &dec_in, &labels)?;
         let mut grads = loss.backward()?;
@@ -303,7 +330,13 @@ pub fn train(
         summary.losses.push(loss);
         since_ckpt.push(loss);
         let secs = started.elapsed().as_secs_f64();
-        on_event(TrainEvent::Step { step: state.step, loss, lr, grad_norm, tokens_per_second: summary.tokens as f64 / secs.max(1e-9) });
+        on_event(TrainEvent::Step {
+            step: state.step,
+            loss,
+            lr,
+            grad_norm,
+            tokens_per_second: summary.tokens as f64 / secs.max(1e-9),
+        });
 
         let last = state.step == opts.steps;
         if !eval.is_empty() && (last || (opts.eval_every > 0 && state.step.is_multiple_of(opts.eval_every))) {

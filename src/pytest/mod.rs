@@ -136,11 +136,17 @@ pub struct CollectError {
 enum Record {
     Test(TestResult),
     CollectError(CollectError),
-    SessionFinish { exitstatus: i32 },
+    SessionFinish {
+        exitstatus: i32,
+    },
     /// Lines executed while collecting (imports), with coverage on.
-    CollectCoverage { coverage: BTreeMap<String, Vec<usize>> },
+    CollectCoverage {
+        coverage: BTreeMap<String, Vec<usize>>,
+    },
     /// Written by fork-server children: `warm` (hot-swapped) or `cold` (fresh session).
-    EnginePath { path: String },
+    EnginePath {
+        path: String,
+    },
 }
 
 /// Everything one pytest session reported.
@@ -325,18 +331,17 @@ impl Pytest {
             _ => return Err(PytestError::PythonMissing(display)),
         }
         let chosen = PathBuf::from(out.stdout.lines().last().unwrap_or_default().trim());
-        let python = if dir.is_some() && !sandbox.is_container() && is_shim(python) && chosen.is_absolute() && chosen.is_file() {
+        let python = if dir.is_some()
+            && !sandbox.is_container()
+            && is_shim(python)
+            && chosen.is_absolute()
+            && chosen.is_file()
+        {
             chosen
         } else {
             python.to_path_buf()
         };
-        Ok(Pytest {
-            python,
-            plugin_dir,
-            origin,
-            limits: Limits::default(),
-            sandbox,
-        })
+        Ok(Pytest { python, plugin_dir, origin, limits: Limits::default(), sandbox })
     }
 
     /// The sandbox sessions run in.
@@ -378,7 +383,14 @@ impl Pytest {
     /// # Errors
     /// When the server process (or container) cannot be started.
     pub fn spawn_fork_server(&self, root: &Path, selectors: &[String]) -> Result<server::ForkServer, PytestError> {
-        server::ForkServer::spawn(&self.python, self.plugin_dir.path(), root, selectors, &self.sandbox, self.origin.as_deref())
+        server::ForkServer::spawn(
+            &self.python,
+            self.plugin_dir.path(),
+            root,
+            selectors,
+            &self.sandbox,
+            self.origin.as_deref(),
+        )
     }
 
     /// Run one pytest session. A session that crashes, hangs or collects nothing still returns
@@ -509,7 +521,9 @@ pub fn default_python(root: &Path) -> PathBuf {
 /// pytest's own complaint about its command line (`pytest: error: unrecognized arguments: …`),
 /// found in its console output.
 pub fn usage_error(tail: &str) -> Option<String> {
-    let line = tail.lines().find(|l| l.contains("error: ") && (l.contains("arguments") || l.contains("argument ") || l.contains("usage")))?;
+    let line = tail.lines().find(|l| {
+        l.contains("error: ") && (l.contains("arguments") || l.contains("argument ") || l.contains("usage"))
+    })?;
     let message = line.split_once("error: ").map_or(line, |(_, m)| m).trim();
     Some(message.to_string())
 }
@@ -535,9 +549,8 @@ mod tests {
         )
         .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
-        let session = pytest
-            .run(&RunSpec::baseline(dir.path(), Duration::from_secs(3), Duration::from_secs(60)))
-            .unwrap();
+        let session =
+            pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(3), Duration::from_secs(60))).unwrap();
         let hung: Vec<&TestResult> = session.tests.iter().filter(|t| t.outcome == TestOutcome::Timeout).collect();
         assert_eq!(hung.len(), 4, "{:?}", session.tests);
         assert!(hung[0].duration >= 2.9, "{}", hung[0].duration);
@@ -578,7 +591,11 @@ mod tests {
             "def grow(xs):\n    out = []\n    for x in xs:\n        if x > 0:\n            xs.append(x)\n    return out\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("test_grow.py"), "from grow import grow\n\ndef test_grow():\n    assert grow([0, 3, 7]) == [3, 7]\n").unwrap();
+        std::fs::write(
+            dir.path().join("test_grow.py"),
+            "from grow import grow\n\ndef test_grow():\n    assert grow([0, 3, 7]) == [3, 7]\n",
+        )
+        .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         for _ in 0..3 {
             let session = pytest
@@ -588,7 +605,8 @@ mod tests {
                     ..RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))
                 })
                 .unwrap();
-            let grow = session.test("test_grow.py::test_grow").unwrap_or_else(|| panic!("no record: {}", session.output_tail));
+            let grow =
+                session.test("test_grow.py::test_grow").unwrap_or_else(|| panic!("no record: {}", session.output_tail));
             assert_eq!(grow.outcome, TestOutcome::Timeout);
             let frames = &grow.failure.as_ref().unwrap().frames;
             let inner = frames.iter().find(|f| f.function == "grow").unwrap();
@@ -642,7 +660,8 @@ mod tests {
         )
         .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
-        let session = pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))).unwrap();
+        let session =
+            pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))).unwrap();
         let passing = session.test("test_cart.py::test_total[0]").unwrap_or_else(|| panic!("{}", session.output_tail));
         assert!(passing.outcome.is_ok() && passing.flow.is_none(), "{passing:?}");
         let failing = session.test("test_cart.py::test_total[100]").unwrap();

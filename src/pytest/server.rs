@@ -56,8 +56,15 @@ pub struct Request<'a> {
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 enum Reply {
-    Ready { mode: String, tests: Vec<String>, why: String },
-    Started { id: u64, pid: i32 },
+    Ready {
+        mode: String,
+        tests: Vec<String>,
+        why: String,
+    },
+    Started {
+        id: u64,
+        pid: i32,
+    },
     Done {
         id: u64,
         status: i32,
@@ -365,7 +372,10 @@ struct Launch<'a> {
 }
 
 /// The server as a local child process, replies on its fd 3.
-fn start_local(launch: &Launch<'_>, sandbox: &crate::sandbox::Sandbox) -> Result<(Transport, Receiver<String>), PytestError> {
+fn start_local(
+    launch: &Launch<'_>,
+    sandbox: &crate::sandbox::Sandbox,
+) -> Result<(Transport, Receiver<String>), PytestError> {
     let Launch { python, plugin_dir, origin, root, selectors, script, reports } = *launch;
     let (reader, writer) = std::io::pipe().map_err(io_err("create the reply pipe"))?;
     let writer_fd = writer.as_raw_fd();
@@ -559,7 +569,8 @@ mod tests {
         assert!(failure.frames.is_empty() && failure.message.contains("assert"), "{failure:?}");
         // A patched file only CPython rejects cannot be compiled for a hot swap: the child
         // takes the cold path, where the import reports the error.
-        std::fs::write(dir.path().join("calc.py"), MODULE.replace("    return x\n", "    return x\nnonlocal y\n")).unwrap();
+        std::fs::write(dir.path().join("calc.py"), MODULE.replace("    return x\n", "    return x\nnonlocal y\n"))
+            .unwrap();
         let bad = server.run(&request(Some(&clamp), swap())).unwrap();
         assert_eq!(bad.warm, Some(false));
         assert!(!bad.collect_errors.is_empty(), "{:?}", bad.tests);
@@ -670,13 +681,15 @@ mod tests {
         let spare = || {
             let waited = Instant::now();
             loop {
-                let children = std::fs::read_to_string(format!("/proc/{server_pid}/task/{server_pid}/children")).unwrap();
+                let children =
+                    std::fs::read_to_string(format!("/proc/{server_pid}/task/{server_pid}/children")).unwrap();
                 let waiting: Vec<i32> = children
                     .split_whitespace()
                     .map(|p| p.parse().unwrap())
                     .filter(|p| {
-                        std::fs::read_to_string(format!("/proc/{p}/stat"))
-                            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('S')))
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                            stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('S'))
+                        })
                     })
                     .collect();
                 if waiting.len() == 1 && children.split_whitespace().count() == 1 {

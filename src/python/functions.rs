@@ -76,21 +76,22 @@ pub fn outermost_enclosing(parsed: &Parsed, start: usize, end: usize) -> Option<
                 scope.push(name.clone());
                 class = Some(name);
             }
-            "decorated_definition" | "block" | "if_statement" | "try_statement" | "with_statement" | "else_clause"
-            | "elif_clause" | "except_clause" | "finally_clause" => {}
+            "decorated_definition"
+            | "block"
+            | "if_statement"
+            | "try_statement"
+            | "with_statement"
+            | "else_clause"
+            | "elif_clause"
+            | "except_clause"
+            | "finally_clause" => {}
             _ => return None,
         }
     }
     None
 }
 
-fn walk(
-    parsed: &Parsed,
-    node: Node<'_>,
-    scope: &mut Vec<String>,
-    class: Option<&str>,
-    out: &mut Vec<FunctionDef>,
-) {
+fn walk(parsed: &Parsed, node: Node<'_>, scope: &mut Vec<String>, class: Option<&str>, out: &mut Vec<FunctionDef>) {
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
         let Some((def, outer)) = super::unwrap_decorated(child) else { continue };
@@ -128,8 +129,14 @@ fn walk(
                 // Definitions inside if/try/with blocks at module level still count.
                 if matches!(
                     def.kind(),
-                    "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
-                        | "elif_clause" | "except_clause" | "finally_clause"
+                    "if_statement"
+                        | "try_statement"
+                        | "with_statement"
+                        | "block"
+                        | "else_clause"
+                        | "elif_clause"
+                        | "except_clause"
+                        | "finally_clause"
                 ) {
                     walk(parsed, def, scope, class, out);
                 }
@@ -157,7 +164,11 @@ mod tests {
                 .unwrap();
             assert_eq!(&found, expected);
         }
-        assert_eq!(outermost_enclosing(&parsed, at("return i\n"), at("return i\n") + 8), None, "not listed by functions()");
+        assert_eq!(
+            outermost_enclosing(&parsed, at("return i\n"), at("return i\n") + 8),
+            None,
+            "not listed by functions()"
+        );
         assert_eq!(outermost_enclosing(&parsed, at("import os"), at("import os") + 9), None);
         assert_eq!(outermost_enclosing(&parsed, at("def top"), at("def top") + 3), None, "a header is not a body");
     }

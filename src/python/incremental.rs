@@ -103,10 +103,8 @@ fn advance(start: Point, segment: &str) -> Point {
 /// Edits turning `old` into `new`, one per changed hunk of a line diff, expressed in the
 /// coordinates of the tree after the previous edits (so they apply in order).
 fn line_edits(old: &str, new: &str) -> Vec<InputEdit> {
-    let diff = TextDiff::configure()
-        .algorithm(Algorithm::Myers)
-        .deadline(Instant::now() + DIFF_DEADLINE)
-        .diff_lines(old, new);
+    let diff =
+        TextDiff::configure().algorithm(Algorithm::Myers).deadline(Instant::now() + DIFF_DEADLINE).diff_lines(old, new);
     let (old_starts, new_starts) = (line_starts(old), line_starts(new));
     let byte = |starts: &[usize], line: usize| starts[line.min(starts.len() - 1)];
     let mut edits = Vec::new();
@@ -150,7 +148,8 @@ mod tests {
 
     #[test]
     fn exact_edits_give_the_tree_of_a_fresh_parse() {
-        let base = "import os\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self, x):\n        return x + 1\n";
+        let base =
+            "import os\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self, x):\n        return x + 1\n";
         let cases: [&[(&str, &str)]; 4] = [
             &[("x + 1", "x - 1")],
             &[("return 1", "if x:\n            return 2\n        return 1"), ("x + 1", "(x + 1)")],
@@ -158,8 +157,10 @@ mod tests {
             &[("def f(self):", "def f(self:")],
         ];
         for case in cases {
-            let mut edits: Vec<(std::ops::Range<usize>, &str)> =
-                case.iter().map(|(from, to)| (base.find(from).unwrap()..base.find(from).unwrap() + from.len(), *to)).collect();
+            let mut edits: Vec<(std::ops::Range<usize>, &str)> = case
+                .iter()
+                .map(|(from, to)| (base.find(from).unwrap()..base.find(from).unwrap() + from.len(), *to))
+                .collect();
             edits.sort_by_key(|(r, _)| r.start);
             let mut new = base.to_string();
             for (range, to) in edits.iter().rev() {

@@ -4,12 +4,12 @@ mod functions;
 mod incremental;
 mod line_skeleton;
 mod normalize;
-mod skeleton_context;
 pub mod skeleton;
+mod skeleton_context;
 
 pub use functions::{functions, outermost_enclosing, FunctionDef};
-pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
 pub use line_skeleton::LineSkeleton;
+pub use normalize::{normalize_range, normalize_source, NUM_LIT, STR_LIT};
 pub use skeleton_context::SkeletonContext;
 
 use tree_sitter::{Node, Parser, Tree};
@@ -48,9 +48,8 @@ impl Parsed {
         parser
             .set_language(&tree_sitter_python::LANGUAGE.into())
             .expect("tree-sitter-python grammar is compatible with the linked tree-sitter");
-        let tree = parser
-            .parse(&text, None)
-            .expect("parser has a language and no timeout, so it always returns a tree");
+        let tree =
+            parser.parse(&text, None).expect("parser has a language and no timeout, so it always returns a tree");
         Parsed { text, tree }
     }
 

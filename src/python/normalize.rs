@@ -21,9 +21,7 @@ pub const NUM_LIT: &str = "NUM_LIT";
 #[must_use]
 pub fn normalize_range(parsed: &Parsed, byte_range: Range<usize>) -> String {
     let root = parsed.root();
-    let node = root
-        .descendant_for_byte_range(byte_range.start, byte_range.end)
-        .unwrap_or(root);
+    let node = root.descendant_for_byte_range(byte_range.start, byte_range.end).unwrap_or(root);
     let mut out = Normalizer::default();
     out.visit(parsed, node);
     out.finish()

@@ -56,7 +56,11 @@ pub struct Outline {
 
 fn last_line(node: Node<'_>) -> usize {
     let end = node.end_position();
-    if end.column == 0 && end.row > node.start_position().row { end.row - 1 } else { end.row }
+    if end.column == 0 && end.row > node.start_position().row {
+        end.row - 1
+    } else {
+        end.row
+    }
 }
 
 /// The 0-based lines `node` spans (a node ending at a line's first column ends on the line
@@ -68,9 +72,7 @@ pub fn span(node: Node<'_>) -> Span {
 
 fn is_assignment(node: Node<'_>) -> bool {
     node.kind() == "expression_statement"
-        && node
-            .named_child(0)
-            .is_some_and(|c| matches!(c.kind(), "assignment" | "augmented_assignment"))
+        && node.named_child(0).is_some_and(|c| matches!(c.kind(), "assignment" | "augmented_assignment"))
 }
 
 fn docstring(body: Node<'_>) -> Option<Span> {
@@ -152,7 +154,15 @@ mod tests {
         assert_eq!(o.classes[0].docstring, Some(Span { first: 5, last: 5 }));
         assert_eq!(o.classes[0].attributes, [Span { first: 6, last: 6 }]);
         let f = &o.functions[0];
-        assert_eq!((f.class, f.header, f.docstring, f.body), (Some(0), Span { first: 8, last: 10 }, Some(Span { first: 11, last: 11 }), Some(Span { first: 12, last: 12 })));
+        assert_eq!(
+            (f.class, f.header, f.docstring, f.body),
+            (
+                Some(0),
+                Span { first: 8, last: 10 },
+                Some(Span { first: 11, last: 11 }),
+                Some(Span { first: 12, last: 12 })
+            )
+        );
         let g = &o.functions[1];
         assert_eq!((g.class, g.header, g.body), (None, Span { first: 14, last: 14 }, None));
     }

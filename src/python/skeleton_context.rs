@@ -52,9 +52,8 @@ impl SkeletonContext {
         let mut entries = Vec::new();
         collect(parsed, parsed.root(), None, &mut entries);
         for (index, function) in functions.iter().enumerate() {
-            let Some(node) = parsed
-                .root()
-                .descendant_for_byte_range(function.byte_range.start, function.byte_range.end)
+            let Some(node) =
+                parsed.root().descendant_for_byte_range(function.byte_range.start, function.byte_range.end)
             else {
                 continue;
             };
@@ -166,9 +165,7 @@ fn collect(parsed: &Parsed, node: Node<'_>, class: Option<&str>, out: &mut Vec<E
                 let header_end = def.child_by_field_name("body").map_or(def.end_byte(), |b| b.start_byte());
                 let indent = " ".repeat(def.start_position().column);
                 let header = parsed.text()[def.start_byte()..header_end].trim_end();
-                let name = def
-                    .child_by_field_name("name")
-                    .map(|n| parsed.node_text(n).to_string());
+                let name = def.child_by_field_name("name").map(|n| parsed.node_text(n).to_string());
                 out.push(Entry {
                     start_byte: child.start_byte(),
                     function: None,
@@ -181,7 +178,9 @@ fn collect(parsed: &Parsed, node: Node<'_>, class: Option<&str>, out: &mut Vec<E
                 }
             }
             "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause" | "except_clause"
-            | "finally_clause" | "elif_clause" if class.is_none() => {
+            | "finally_clause" | "elif_clause"
+                if class.is_none() =>
+            {
                 collect(parsed, def, class, out);
             }
             _ => {}

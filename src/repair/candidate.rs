@@ -120,7 +120,8 @@ pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus
         let entry = (new.qualname.clone(), new.start_line);
         if !focus.functions.contains(&entry) {
             focus.functions.push(entry);
-            let body_start = memchr::memchr_iter(b'\n', &original.text().as_bytes()[..old.body_byte_range.start]).count() + 1;
+            let body_start =
+                memchr::memchr_iter(b'\n', &original.text().as_bytes()[..old.body_byte_range.start]).count() + 1;
             focus.original_body_lines.push((body_start, old.end_line));
             let (first, last) = module_statement_lines(patched, new.byte_range.start)?;
             focus.statement_lines = (focus.statement_lines.0.min(first), focus.statement_lines.1.max(last));
@@ -223,18 +224,30 @@ fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Muta
         K::NameError | K::UnboundLocalError => mutation.operator == Operator::VariableMisuse && names_missing(),
         // An attribute the class does assign, read before it was: the call made too early
         // (at a call site, not where it raised) is the bug.
-        K::AttributeError if !crash.raised_here && crash.missing_name().is_some_and(|name| assigns_attribute(text, name)) => {
+        K::AttributeError
+            if !crash.raised_here && crash.missing_name().is_some_and(|name| assigns_attribute(text, name)) =>
+        {
             mutation.operator == Operator::DeleteStatement
         }
         K::AttributeError => mutation.operator == Operator::AttributeMisuse && names_missing(),
         K::KeyError | K::IndexError => {
-            matches!(mutation.operator, Operator::IndexOffByOne | Operator::Negation | Operator::ExceptionType | Operator::ConditionChange)
+            matches!(
+                mutation.operator,
+                Operator::IndexOffByOne | Operator::Negation | Operator::ExceptionType | Operator::ConditionChange
+            )
         }
-        K::TypeError => matches!(mutation.operator, Operator::ArgumentSwap | Operator::WrapExpression | Operator::UnwrapCall | Operator::ReturnValue),
+        K::TypeError => matches!(
+            mutation.operator,
+            Operator::ArgumentSwap | Operator::WrapExpression | Operator::UnwrapCall | Operator::ReturnValue
+        ),
         K::ZeroDivisionError => matches!(mutation.operator, Operator::ConditionChange | Operator::ExpressionOffByOne),
         K::ValueError | K::Other => false,
     };
-    if answers { CRASH_STEER } else { 1.0 }
+    if answers {
+        CRASH_STEER
+    } else {
+        1.0
+    }
 }
 
 /// `text` assigns `.name` somewhere (`self.name = ...`, `self.name: T = ...`).
@@ -243,7 +256,8 @@ fn assigns_attribute(text: &str, name: &str) -> bool {
     text.match_indices(&needle).any(|(at, _)| {
         let rest = &text[at + needle.len()..];
         let rest = rest.trim_start_matches([' ', '\t']);
-        (rest.starts_with('=') && !rest.starts_with("==")) || rest.starts_with(':') && rest.lines().next().is_some_and(|l| l.contains('='))
+        (rest.starts_with('=') && !rest.starts_with("=="))
+            || rest.starts_with(':') && rest.lines().next().is_some_and(|l| l.contains('='))
     })
 }
 
@@ -283,7 +297,14 @@ pub struct NeuralLimits {
 
 impl Default for NeuralLimits {
     fn default() -> Self {
-        NeuralLimits { max_functions: 3, samples: 16, budget: crate::skeleton::DEFAULT_BUDGET, temperature: 0.8, top_p: 0.95, seed: 0 }
+        NeuralLimits {
+            max_functions: 3,
+            samples: 16,
+            budget: crate::skeleton::DEFAULT_BUDGET,
+            temperature: 0.8,
+            top_p: 0.95,
+            seed: 0,
+        }
     }
 }
 
@@ -317,7 +338,10 @@ pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
     let prefix = (0..=prefix).rev().find(|&p| old.is_char_boundary(p) && new.is_char_boundary(p)).unwrap_or(0);
     let max_suffix = (old.len() - prefix).min(new.len() - prefix);
     let suffix = old.bytes().rev().zip(new.bytes().rev()).take(max_suffix).take_while(|(a, b)| a == b).count();
-    let suffix = (0..=suffix).rev().find(|&s| old.is_char_boundary(old.len() - s) && new.is_char_boundary(new.len() - s)).unwrap_or(0);
+    let suffix = (0..=suffix)
+        .rev()
+        .find(|&s| old.is_char_boundary(old.len() - s) && new.is_char_boundary(new.len() - s))
+        .unwrap_or(0);
     Edit::replacement(offset + prefix..offset + old.len() - suffix, &new[prefix..new.len() - suffix])
 }
 
@@ -441,7 +465,8 @@ pub fn check_patch(
 ) -> Result<Checked, Rejected> {
     let original = file.parsed.text();
     let patched_text = patch.apply(original);
-    let edits: Vec<(std::ops::Range<usize>, &str)> = patch.edits().iter().map(|e| (e.range.clone(), e.content.as_str())).collect();
+    let edits: Vec<(std::ops::Range<usize>, &str)> =
+        patch.edits().iter().map(|e| (e.range.clone(), e.content.as_str())).collect();
     let reparsed = file.parsed.with_edits(&edits, patched_text.clone());
     if !reparsed.is_valid() {
         return Err(Rejected::Unparseable);
@@ -462,7 +487,8 @@ fn dedupe_key(original: &str, patched: &str, patch: &Patch) -> String {
     let end = original[last.range.end..].find('\n').map_or(original.len(), |i| last.range.end + i + 1);
     let tail = original.len() - end;
     let (old, new) = (&original[start..end], &patched[start..patched.len() - tail]);
-    let (mut old_lines, mut new_lines) = (old.split_inclusive('\n').collect::<Vec<_>>(), new.split_inclusive('\n').collect::<Vec<_>>());
+    let (mut old_lines, mut new_lines) =
+        (old.split_inclusive('\n').collect::<Vec<_>>(), new.split_inclusive('\n').collect::<Vec<_>>());
     let mut first_line = memchr::memchr_iter(b'\n', &original.as_bytes()[..start]).count();
     while !old_lines.is_empty() && !new_lines.is_empty() && old_lines[0] == new_lines[0] {
         old_lines.remove(0);
@@ -488,7 +514,10 @@ fn normalize(text: &str) -> String {
                 prev_space = true;
                 continue;
             }
-            if prev_space && (ch.is_alphanumeric() || ch == '_') && out.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            if prev_space
+                && (ch.is_alphanumeric() || ch == '_')
+                && out.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
                 out.push(' ');
             }
             prev_space = false;
@@ -525,7 +554,8 @@ mod tests {
             assert_eq!(got.statement_lines, lines);
             assert_eq!(got.functions[0], (first_function.0.to_string(), first_function.1));
             let statements = got.statements(&patched_text);
-            let expected: Vec<&str> = patched_text.split_inclusive('\n').skip(lines.0 - 1).take(lines.1 - lines.0 + 1).collect();
+            let expected: Vec<&str> =
+                patched_text.split_inclusive('\n').skip(lines.0 - 1).take(lines.1 - lines.0 + 1).collect();
             assert_eq!(statements, expected.concat());
         }
     }
@@ -537,8 +567,17 @@ mod tests {
         use crate::repair::operators::{Mutation, Operator};
         let text = "def f(count):\n    return cuont + 1\n";
         let at = text.find("cuont").unwrap();
-        let mutation = |operator, from: usize, to: usize| Mutation { operator, edit: Edit::replacement(from..to, "count"), description: String::new() };
-        let crash = Crash { kind: CrashKind::NameError, type_name: "NameError".into(), message: "name 'cuont' is not defined".into(), raised_here: true };
+        let mutation = |operator, from: usize, to: usize| Mutation {
+            operator,
+            edit: Edit::replacement(from..to, "count"),
+            description: String::new(),
+        };
+        let crash = Crash {
+            kind: CrashKind::NameError,
+            type_name: "NameError".into(),
+            message: "name 'cuont' is not defined".into(),
+            raised_here: true,
+        };
         assert_eq!(crash_steer(&crash, &mutation(Operator::VariableMisuse, at, at + 5), text), CRASH_STEER);
         // Another name replaced, or another operator: no preference.
         assert_eq!(crash_steer(&crash, &mutation(Operator::VariableMisuse, 6, 11), text), 1.0);
@@ -548,9 +587,18 @@ mod tests {
         // An attribute the class assigns but that was read too early: at the call site (not the
         // raising line), deleting the premature call answers it.
         let text = "class P:\n    def __init__(self):\n        self.build()\n        self.fields = []\n        self.build()\n\n    def build(self):\n        return len(self.fields)\n";
-        let early = Crash { kind: CrashKind::AttributeError, message: "'P' object has no attribute 'fields'".into(), raised_here: false, ..key };
+        let early = Crash {
+            kind: CrashKind::AttributeError,
+            message: "'P' object has no attribute 'fields'".into(),
+            raised_here: false,
+            ..key
+        };
         let at = text.find("        self.build()").unwrap();
-        let delete = Mutation { operator: Operator::DeleteStatement, edit: Edit::deletion(at..at + 21), description: String::new() };
+        let delete = Mutation {
+            operator: Operator::DeleteStatement,
+            edit: Edit::deletion(at..at + 21),
+            description: String::new(),
+        };
         assert_eq!(crash_steer(&early, &delete, text), CRASH_STEER);
         assert_eq!(crash_steer(&Crash { raised_here: true, ..early.clone() }, &delete, text), 1.0);
         let typo = Crash { message: "'P' object has no attribute 'feilds'".into(), ..early };

@@ -267,7 +267,15 @@ impl Worker {
 
     /// The variants at one target line: the whole line, the rest after each cut, a new line
     /// after it.
-    fn line(&self, lm: &SmolLm, job: &FunctionJob, cursor: &Prefix, lines: &[&str], target: usize, score: f64) -> Result<(), ModelError> {
+    fn line(
+        &self,
+        lm: &SmolLm,
+        job: &FunctionJob,
+        cursor: &Prefix,
+        lines: &[&str],
+        target: usize,
+        score: f64,
+    ) -> Result<(), ModelError> {
         let line = lines[target].trim_end_matches('\n');
         let indent = &line[..line.len() - line.trim_start().len()];
         let offset: usize = lines[..target].iter().map(|l| l.len()).sum();
@@ -378,7 +386,8 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String
     match variant {
         Variant::Whole => {
             let new = sample.trim();
-            (new != site.line.trim()).then(|| (Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
+            (new != site.line.trim())
+                .then(|| (Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
         }
         Variant::After(cut) => {
             let glued = |a: Option<char>, b: Option<char>| a.zip(b).is_some_and(|(a, b)| is_word(a) && is_word(b));
@@ -393,7 +402,8 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String
             let body = sample.trim_start();
             let given = &sample[..sample.len() - body.len()];
             // The model's indentation when it is at least the line's (a new block), else the line's.
-            let indent = if given.len() >= site.indent.len() && given.chars().all(|c| c == ' ') { given } else { site.indent };
+            let indent =
+                if given.len() >= site.indent.len() && given.chars().all(|c| c == ' ') { given } else { site.indent };
             let new = format!("{indent}{}", body.trim_end());
             Some((Edit::replacement(line_end..line_end, format!("\n{new}")), new))
         }
@@ -480,14 +490,28 @@ mod tests {
     #[test]
     fn samples_become_edits_of_the_line_keeping_its_indentation() {
         let text = "def f(xs):\n    return xs.keys()\n";
-        let job = FunctionJob { file: "m.py".into(), text: text.into(), first: 0, end: 2, targets: vec![(1, 1.0)], header: String::new() };
+        let job = FunctionJob {
+            file: "m.py".into(),
+            text: text.into(),
+            first: 0,
+            end: 2,
+            targets: vec![(1, 1.0)],
+            header: String::new(),
+        };
         let site = site(&job, "    return xs.keys()");
-        let apply = |variant, sample: &str| edit(&site, variant, sample).map(|(e, _)| Patch::single("m.py", e).apply(text));
-        assert_eq!(apply(Variant::Whole, "  return list(xs.items())").unwrap(), "def f(xs):\n    return list(xs.items())\n");
+        let apply =
+            |variant, sample: &str| edit(&site, variant, sample).map(|(e, _)| Patch::single("m.py", e).apply(text));
+        assert_eq!(
+            apply(Variant::Whole, "  return list(xs.items())").unwrap(),
+            "def f(xs):\n    return list(xs.items())\n"
+        );
         assert_eq!(apply(Variant::After(14), "values()").unwrap(), "def f(xs):\n    return xs.values()\n");
         assert_eq!(apply(Variant::After(10), " list(xs)").unwrap(), "def f(xs):\n    return list(xs)\n");
         assert_eq!(apply(Variant::After(10), "xs"), None, "a sample glued to the keyword is no candidate");
-        assert_eq!(apply(Variant::Insert, "    print(xs)").unwrap(), "def f(xs):\n    return xs.keys()\n    print(xs)\n");
+        assert_eq!(
+            apply(Variant::Insert, "    print(xs)").unwrap(),
+            "def f(xs):\n    return xs.keys()\n    print(xs)\n"
+        );
         assert_eq!(apply(Variant::Whole, "return xs.keys()"), None, "a sample repeating the line is no candidate");
         let samples = [
             SampledLine { text: "return xs.items()".into(), nats: -1.0, tokens: 4, complete: true },

@@ -143,7 +143,11 @@ fn format_collect_errors(errors: &[CollectError]) -> String {
 
 fn tail_hint(tail: &str) -> String {
     let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    if last.is_empty() { String::new() } else { format!(" ({last})") }
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(" ({last})")
+    }
 }
 
 /// How the search ended.
@@ -227,13 +231,22 @@ impl FixOutcome {
 pub enum FixEvent {
     BaselineStarted,
     /// The search started; it ends by `deadline` at the latest.
-    SearchStarted { deadline: Instant },
-    Validated { candidate_id: CandidateId, outcome_name: &'static str },
+    SearchStarted {
+        deadline: Instant,
+    },
+    Validated {
+        candidate_id: CandidateId,
+        outcome_name: &'static str,
+    },
     /// Plausible candidates are being scored by the language model.
-    Ranking { count: usize },
+    Ranking {
+        count: usize,
+    },
     /// The best plausible patch is being confirmed by fresh runs of the suite, until
     /// `deadline` at the latest (the end of the budget).
-    Confirming { deadline: Instant },
+    Confirming {
+        deadline: Instant,
+    },
 }
 
 /// Run `fix`. The user's repository is only read; all test runs happen in scratch copies.
@@ -260,7 +273,11 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let baseline = run_baseline(options, &pytest, &project, start + options.timeout)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
     outcome.failing.retain(|id| options.tests_only || selected(id, &options.selectors));
-    outcome.ranking = ranker.as_ref().map(|r| Ranking { model: r.path().to_path_buf(), scores: HashMap::new(), stats: RankStats::default() });
+    outcome.ranking = ranker.as_ref().map(|r| Ranking {
+        model: r.path().to_path_buf(),
+        scores: HashMap::new(),
+        stats: RankStats::default(),
+    });
     if outcome.failing.is_empty() {
         outcome.elapsed = start.elapsed();
         return Ok(outcome);
@@ -280,7 +297,8 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     };
     outcome.ranking = run.ranking;
     outcome.warnings.extend(run.notes);
-    outcome.first_validation = run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(outcome.baseline_elapsed));
+    outcome.first_validation =
+        run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(outcome.baseline_elapsed));
     let search = search.into_inner().expect("search lock");
     outcome.validated = search.validated();
     outcome.lm = lm_stats.map(|stats| stats.lock().expect("cloze stats").clone());
@@ -315,7 +333,12 @@ fn load_ranker(options: &FixOptions, warnings: &mut Vec<String>) -> Result<Optio
 }
 
 /// The whole suite (or the selected tests) once, with coverage, in a scratch copy.
-fn run_baseline(options: &FixOptions, pytest: &crate::pytest::Pytest, project: &Project, deadline: Instant) -> Result<Session, FixError> {
+fn run_baseline(
+    options: &FixOptions,
+    pytest: &crate::pytest::Pytest,
+    project: &Project,
+    deadline: Instant,
+) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let left = deadline.saturating_duration_since(Instant::now());
     let baseline = pytest.run(&RunSpec {
@@ -347,10 +370,19 @@ fn sources<'p>(
     localization: &Localization,
     patcher: Option<(crate::model::Sampler, NeuralLimits)>,
 ) -> (Vec<Box<dyn CandidateSource + 'p>>, Option<LmStats>) {
-    let mut sources: Vec<Box<dyn CandidateSource + 'p>> =
-        vec![Box::new(OperatorSource::new(project, &localization.lines, options.limits.max_lines, options.priors.clone()))];
+    let mut sources: Vec<Box<dyn CandidateSource + 'p>> = vec![Box::new(OperatorSource::new(
+        project,
+        &localization.lines,
+        options.limits.max_lines,
+        options.priors.clone(),
+    ))];
     if let Some(templates) = &options.templates {
-        sources.push(Box::new(TemplateSource::new(project, &localization.lines, options.limits.max_lines, Arc::clone(templates))));
+        sources.push(Box::new(TemplateSource::new(
+            project,
+            &localization.lines,
+            options.limits.max_lines,
+            Arc::clone(templates),
+        )));
     }
     let mut lm_stats = None;
     if let Some(lm) = &options.lm {
@@ -401,7 +433,12 @@ impl Budget {
 /// Share of the search time after which combinations may start without partial fixes.
 const SINGLE_EDIT_SHARE: f64 = 0.55;
 
-fn lab_config<'a>(options: &'a FixOptions, project: &'a Project, outcome: &'a FixOutcome, deadline: Instant) -> LabConfig<'a> {
+fn lab_config<'a>(
+    options: &'a FixOptions,
+    project: &'a Project,
+    outcome: &'a FixOutcome,
+    deadline: Instant,
+) -> LabConfig<'a> {
     LabConfig {
         root: project.root(),
         selectors: options.run_selectors(),
@@ -420,7 +457,11 @@ fn lab_config<'a>(options: &'a FixOptions, project: &'a Project, outcome: &'a Fi
 impl FixOptions {
     /// The selectors every test run uses: the user's with `--tests-only`, else the whole suite.
     fn run_selectors(&self) -> &[String] {
-        if self.tests_only { &self.selectors } else { &[] }
+        if self.tests_only {
+            &self.selectors
+        } else {
+            &[]
+        }
     }
 }
 
@@ -432,7 +473,9 @@ pub fn selected(nodeid: &str, selectors: &[String]) -> bool {
         || selectors.iter().any(|selector| {
             let selector = selector.trim_start_matches("./").trim_end_matches('/');
             nodeid == selector
-                || nodeid.strip_prefix(selector).is_some_and(|rest| rest.starts_with("::") || rest.starts_with('[') || rest.starts_with('/'))
+                || nodeid
+                    .strip_prefix(selector)
+                    .is_some_and(|rest| rest.starts_with("::") || rest.starts_with('[') || rest.starts_with('/'))
         })
 }
 
@@ -472,7 +515,14 @@ impl FixOutcome {
         view
     }
 
-    fn finish(&mut self, project: &Project, search: &Search<'_>, best: Option<CandidateId>, end: SearchEnd, elapsed: Duration) {
+    fn finish(
+        &mut self,
+        project: &Project,
+        search: &Search<'_>,
+        best: Option<CandidateId>,
+        end: SearchEnd,
+        elapsed: Duration,
+    ) {
         self.candidates = search.candidates().to_vec();
         self.sources = search.stats();
         self.search_end = end;
@@ -523,7 +573,20 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     ) -> Self {
         let (notes, first_validated) = (Mutex::new(Vec::new()), std::sync::OnceLock::new());
         let (deadline, last_call) = (budget.deadline, budget.last_call);
-        SearchRun { options, project, pytest, pool, config, search, ranker, ranking, notes, first_validated, deadline, last_call }
+        SearchRun {
+            options,
+            project,
+            pytest,
+            pool,
+            config,
+            search,
+            ranker,
+            ranking,
+            notes,
+            first_validated,
+            deadline,
+            last_call,
+        }
     }
 
     fn finish(self) -> RunResults {
@@ -536,7 +599,10 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 
     /// Validate until a plausible patch survives confirmation by fresh full-suite runs, the
     /// search deadline passes, or every source is exhausted.
-    fn search_and_confirm(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(Option<CandidateId>, SearchEnd), FixError> {
+    fn search_and_confirm(
+        &mut self,
+        on_event: &(dyn Fn(FixEvent) + Sync),
+    ) -> Result<(Option<CandidateId>, SearchEnd), FixError> {
         // With a ranker: whether the extra collection of plausible patches has run.
         let mut collected = false;
         let search_start = Instant::now();
@@ -615,7 +681,9 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     /// Likelihoods of the plausible patches not scored yet (unless time is up or the
     /// optional ranker failed once).
     fn score_plausible(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(), FixError> {
-        let (Some(ranker), Some(ranking), Some(rank_options)) = (self.ranker.as_mut(), self.ranking.as_mut(), &self.options.rank) else {
+        let (Some(ranker), Some(ranking), Some(rank_options)) =
+            (self.ranker.as_mut(), self.ranking.as_mut(), &self.options.rank)
+        else {
             return Ok(());
         };
         let search = self.search.lock().expect("search lock");
@@ -630,7 +698,10 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         }
         if Instant::now() >= self.last_call {
             // Scoring must not eat the confirmation reserve: rank by operator score alone.
-            push_note(&self.notes, "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".into());
+            push_note(
+                &self.notes,
+                "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".into(),
+            );
             return Ok(());
         }
         on_event(FixEvent::Ranking { count: unscored.len() });
@@ -638,14 +709,20 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             Ok(scores) => {
                 ranking.scores.extend(scores);
                 if ranking.stats.out_of_time > 0 {
-                    push_note(&self.notes, "SmolLM2 left some plausible patches unscored to keep within --timeout".into());
+                    push_note(
+                        &self.notes,
+                        "SmolLM2 left some plausible patches unscored to keep within --timeout".into(),
+                    );
                 }
             }
             Err(err) if !rank_options.required => {
                 // Every plausible patch is ranked the same way: by operator score.
                 ranking.scores.clear();
                 self.ranker = None;
-                push_note(&self.notes, format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score"));
+                push_note(
+                    &self.notes,
+                    format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score"),
+                );
             }
             Err(err) => return Err(FixError::Ranker(err)),
         }
@@ -682,7 +759,9 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     ));
                     return Ok((None, true));
                 }
-                Confirmation::Rejected(verdict) => self.search.lock().expect("search lock").set_outcome(candidate.id, verdict),
+                Confirmation::Rejected(verdict) => {
+                    self.search.lock().expect("search lock").set_outcome(candidate.id, verdict)
+                }
             }
             if self.ranking.is_none() || Instant::now() >= self.deadline {
                 return Ok((None, true));
@@ -710,10 +789,7 @@ fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<C
         .into_iter()
         .map(|id| search.candidate(id))
         .min_by(|a, b| {
-            key(b)
-                .total_cmp(&key(a))
-                .then_with(|| a.edit_size.cmp(&b.edit_size))
-                .then_with(|| a.id.cmp(&b.id))
+            key(b).total_cmp(&key(a)).then_with(|| a.edit_size.cmp(&b.edit_size)).then_with(|| a.id.cmp(&b.id))
         })
         .map(|c| c.id)
 }

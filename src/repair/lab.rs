@@ -117,7 +117,10 @@ pub enum EngineChoice {
 /// Events reported while the lab runs (for progress bars).
 #[derive(Debug, Clone)]
 pub enum LabEvent {
-    Validated { candidate_id: CandidateId, outcome_name: &'static str },
+    Validated {
+        candidate_id: CandidateId,
+        outcome_name: &'static str,
+    },
     /// Something the user should know about how validation ran (e.g. a fallback).
     Note(String),
 }
@@ -239,7 +242,8 @@ impl Pool {
     #[must_use]
     pub fn idle(&self) -> (usize, usize) {
         let slots = self.slots.lock().expect("pool lock");
-        let ready = slots.iter().filter(|s| matches!(&s.engine, Some(Engine::Fork(server)) if server.is_ready())).count();
+        let ready =
+            slots.iter().filter(|s| matches!(&s.engine, Some(Engine::Fork(server)) if server.is_ready())).count();
         (slots.len(), ready)
     }
 
@@ -407,7 +411,9 @@ impl Shared<'_> {
                 },
             };
             match worker.validate(&candidate, lenient) {
-                Ok((validated, cpu_limited)) => self.settle(&candidate, validated, cpu_limited, lenient, config, on_event),
+                Ok((validated, cpu_limited)) => {
+                    self.settle(&candidate, validated, cpu_limited, lenient, config, on_event)
+                }
                 Err(err) => {
                     self.stop.store(true, Ordering::SeqCst);
                     self.first_error.lock().expect("error lock").get_or_insert(err);
@@ -504,7 +510,8 @@ pub fn confirm(
         }
         last_run = Some(session.elapsed);
         // Tests that failed before and were not selected for fixing are not judged.
-        let failing: Vec<String> = session.failing().filter(|t| expected.contains(&t.nodeid)).map(|t| t.nodeid.clone()).collect();
+        let failing: Vec<String> =
+            session.failing().filter(|t| expected.contains(&t.nodeid)).map(|t| t.nodeid.clone()).collect();
         let ran: BTreeSet<&String> = session.tests.iter().map(|t| &t.nodeid).collect();
         let missing = expected.iter().any(|id| !ran.contains(*id));
         if !failing.is_empty() || missing || !session.collect_errors.is_empty() {

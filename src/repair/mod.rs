@@ -2,6 +2,7 @@
 
 pub mod candidate;
 pub mod cloze;
+pub mod fix;
 pub mod lab;
 pub mod operators;
 pub mod pairs;
@@ -10,4 +11,3 @@ pub mod rank;
 pub mod search;
 pub mod sources;
 pub mod templates;
-pub mod fix;

@@ -243,11 +243,7 @@ impl Generator<'_> {
             return;
         }
         let description = format!("`{}` → `{}`", shorten(original), shorten(&replacement));
-        self.out.push(Mutation {
-            operator,
-            edit: Edit::replacement(node.byte_range(), replacement),
-            description,
-        });
+        self.out.push(Mutation { operator, edit: Edit::replacement(node.byte_range(), replacement), description });
     }
 
     fn node(&mut self, node: Node<'_>) {
@@ -287,8 +283,7 @@ impl Generator<'_> {
             "integer" => self.integer(node),
             "subscript" => {
                 let mut cursor = node.walk();
-                let indices: Vec<Node<'_>> =
-                    node.children_by_field_name("subscript", &mut cursor).collect();
+                let indices: Vec<Node<'_>> = node.children_by_field_name("subscript", &mut cursor).collect();
                 for index in indices {
                     if index.kind() == "slice" {
                         let mut c = index.walk();
@@ -446,8 +441,10 @@ impl Generator<'_> {
                 if matches!(child.kind(), "function_definition" | "class_definition") {
                     continue;
                 }
-                if matches!(child.kind(), "expression_statement" | "return_statement" | "break_statement" | "continue_statement")
-                    && child.id() != node.id()
+                if matches!(
+                    child.kind(),
+                    "expression_statement" | "return_statement" | "break_statement" | "continue_statement"
+                ) && child.id() != node.id()
                     && !self.text(child).contains('\n')
                 {
                     donors.push(self.text(child).to_string());
@@ -516,7 +513,8 @@ impl Generator<'_> {
     /// exception often confused with it (also inside `except X as e` and tuples).
     fn exception_type(&mut self, node: Node<'_>) {
         let mut cursor = node.walk();
-        let Some(mut handled) = node.named_children(&mut cursor).find(|c| c.kind() != "block" && c.kind() != "comment") else {
+        let Some(mut handled) = node.named_children(&mut cursor).find(|c| c.kind() != "block" && c.kind() != "comment")
+        else {
             return;
         };
         if handled.kind() == "as_pattern" {
@@ -576,7 +574,8 @@ impl Generator<'_> {
             .map(|a| (!same_receiver.contains(a), edit_distance(&name, a), a))
             .collect();
         others.sort();
-        let others: Vec<String> = others.into_iter().take(MAX_ATTRIBUTE_ALTERNATIVES).map(|(_, _, a)| a.clone()).collect();
+        let others: Vec<String> =
+            others.into_iter().take(MAX_ATTRIBUTE_ALTERNATIVES).map(|(_, _, a)| a.clone()).collect();
         for other in others {
             self.push(Operator::AttributeMisuse, attr, other);
         }
@@ -602,12 +601,8 @@ impl Generator<'_> {
             return;
         }
         let text = self.text(node).to_string();
-        let mut wrappers: Vec<String> = vec![
-            format!("abs({text})"),
-            format!("len({text})"),
-            format!("max({text}, 0)"),
-            format!("min({text}, 0)"),
-        ];
+        let mut wrappers: Vec<String> =
+            vec![format!("abs({text})"), format!("len({text})"), format!("max({text}, 0)"), format!("min({text}, 0)")];
         wrappers.extend(self.scope.unary_functions.iter().map(|f| format!("{f}({text})")));
         // `best = candidate` that should keep the best so far: `best = max(best, candidate)`.
         if parent.kind() == "assignment" && field.as_deref() == Some("right") {
@@ -653,7 +648,8 @@ impl Generator<'_> {
             }
             // `a - b` → `b - a`; `+` too, for sequences and strings (`s + c` vs `c + s`).
             if SWAPPABLE.contains(&text.as_str()) {
-                if let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) {
+                if let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+                {
                     let (tl, tr) = (self.text(left).to_string(), self.text(right).to_string());
                     if tl != tr {
                         let between = self.parsed.text()[left.end_byte()..right.start_byte()].to_string();
@@ -722,10 +718,8 @@ impl Generator<'_> {
             return; // covered by ConstantOffByOne
         }
         let text = self.text(node).to_string();
-        let atom = matches!(
-            node.kind(),
-            "identifier" | "call" | "attribute" | "subscript" | "parenthesized_expression"
-        );
+        let atom =
+            matches!(node.kind(), "identifier" | "call" | "attribute" | "subscript" | "parenthesized_expression");
         let base = if atom { text } else { format!("({text})") };
         if let Some(folded) = fold_offset(self.parsed, node) {
             for replacement in folded {
@@ -744,9 +738,7 @@ impl Generator<'_> {
             .named_children(&mut cursor)
             .filter(|a| !matches!(a.kind(), "keyword_argument" | "list_splat" | "dictionary_splat" | "comment"))
             .collect();
-        let is_range = node
-            .child_by_field_name("function")
-            .is_some_and(|f| self.text(f) == "range");
+        let is_range = node.child_by_field_name("function").is_some_and(|f| self.text(f) == "range");
         // Dual builtins: `min` ↔ `max` (a flipped comparison), `any` ↔ `all` (`or` ↔ `and`).
         if let Some(function) = node.child_by_field_name("function").filter(|f| f.kind() == "identifier") {
             let dual = match self.text(function) {
@@ -829,7 +821,8 @@ impl Generator<'_> {
             visible.extend(scope_names(self.parsed, f));
             current = enclosing_function(f);
         }
-        let callee = node.parent().is_some_and(|p| p.kind() == "call" && field_of(p, node).as_deref() == Some("function"));
+        let callee =
+            node.parent().is_some_and(|p| p.kind() == "call" && field_of(p, node).as_deref() == Some("function"));
         if callee {
             visible.extend(BUILTINS.iter().filter(|b| b.starts_with(char::is_lowercase)).map(|b| (*b).to_string()));
         }
@@ -902,7 +895,13 @@ fn imported(import: Node<'_>) -> Vec<Node<'_>> {
     names
         .into_iter()
         .filter(|n| n.kind() == "dotted_name")
-        .filter_map(|n| if import.kind() == "import_statement" { n.named_child(0) } else { n.named_child(n.named_child_count().checked_sub(1)?) })
+        .filter_map(|n| {
+            if import.kind() == "import_statement" {
+                n.named_child(0)
+            } else {
+                n.named_child(n.named_child_count().checked_sub(1)?)
+            }
+        })
         .collect()
 }
 
@@ -937,26 +936,153 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Python's builtin names (functions, types, constants, exceptions).
 const BUILTINS: &[&str] = &[
-    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes", "callable",
-    "chr", "classmethod", "compile", "complex", "copyright", "credits", "delattr", "dict", "dir", "divmod",
-    "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr",
-    "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license", "list",
-    "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord", "pow", "print",
-    "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
-    "str", "sum", "super", "tuple", "type", "vars", "zip", "NotImplemented", "Ellipsis",
-    "BaseException", "BaseExceptionGroup", "Exception", "ExceptionGroup", "ArithmeticError", "AssertionError",
-    "AttributeError", "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
-    "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
-    "DeprecationWarning", "EOFError", "EncodingWarning", "EnvironmentError", "FileExistsError",
-    "FileNotFoundError", "FloatingPointError", "FutureWarning", "GeneratorExit", "IOError", "ImportError",
-    "ImportWarning", "IndentationError", "IndexError", "InterruptedError", "IsADirectoryError", "KeyError",
-    "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
-    "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning", "PermissionError",
-    "ProcessLookupError", "PythonFinalizationError", "RecursionError", "ReferenceError", "ResourceWarning",
-    "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError", "SyntaxWarning",
-    "SystemError", "SystemExit", "TabError", "TimeoutError", "TypeError", "UnboundLocalError",
-    "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "UnicodeTranslateError", "UnicodeWarning",
-    "UserWarning", "ValueError", "Warning", "ZeroDivisionError",
+    "abs",
+    "aiter",
+    "all",
+    "anext",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "breakpoint",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "classmethod",
+    "compile",
+    "complex",
+    "copyright",
+    "credits",
+    "delattr",
+    "dict",
+    "dir",
+    "divmod",
+    "enumerate",
+    "eval",
+    "exec",
+    "exit",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "getattr",
+    "globals",
+    "hasattr",
+    "hash",
+    "help",
+    "hex",
+    "id",
+    "input",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "license",
+    "list",
+    "locals",
+    "map",
+    "max",
+    "memoryview",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "open",
+    "ord",
+    "pow",
+    "print",
+    "property",
+    "quit",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "setattr",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+    "NotImplemented",
+    "Ellipsis",
+    "BaseException",
+    "BaseExceptionGroup",
+    "Exception",
+    "ExceptionGroup",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "FileExistsError",
+    "FileNotFoundError",
+    "FloatingPointError",
+    "FutureWarning",
+    "GeneratorExit",
+    "IOError",
+    "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "IndexError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "KeyError",
+    "KeyboardInterrupt",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotADirectoryError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PendingDeprecationWarning",
+    "PermissionError",
+    "ProcessLookupError",
+    "PythonFinalizationError",
+    "RecursionError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeError",
+    "RuntimeWarning",
+    "StopAsyncIteration",
+    "StopIteration",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "SystemExit",
+    "TabError",
+    "TimeoutError",
+    "TypeError",
+    "UnboundLocalError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "ValueError",
+    "Warning",
+    "ZeroDivisionError",
 ];
 
 /// `n + 1` / `n - 1` folded when the node already ends in `± integer`.
@@ -990,15 +1116,33 @@ fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
 }
 
 /// Builtin exceptions that handlers confuse (`except IndexError` for a dict lookup, ...).
-const CONFUSED_EXCEPTIONS: [&str; 8] =
-    ["KeyError", "IndexError", "LookupError", "ValueError", "TypeError", "AttributeError", "ZeroDivisionError", "Exception"];
+const CONFUSED_EXCEPTIONS: [&str; 8] = [
+    "KeyError",
+    "IndexError",
+    "LookupError",
+    "ValueError",
+    "TypeError",
+    "AttributeError",
+    "ZeroDivisionError",
+    "Exception",
+];
 
 fn is_statement(kind: &str) -> bool {
     matches!(
         kind,
-        "expression_statement" | "return_statement" | "pass_statement" | "break_statement"
-            | "continue_statement" | "raise_statement" | "assert_statement" | "delete_statement"
-            | "if_statement" | "for_statement" | "while_statement" | "try_statement" | "with_statement"
+        "expression_statement"
+            | "return_statement"
+            | "pass_statement"
+            | "break_statement"
+            | "continue_statement"
+            | "raise_statement"
+            | "assert_statement"
+            | "delete_statement"
+            | "if_statement"
+            | "for_statement"
+            | "while_statement"
+            | "try_statement"
+            | "with_statement"
     )
 }
 
@@ -1032,9 +1176,7 @@ fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
     let mut cursor = parent.walk();
     for (i, c) in parent.children(&mut cursor).enumerate() {
         if c.id() == child.id() {
-            return parent
-                .field_name_for_child(u32::try_from(i).ok()?)
-                .map(str::to_string);
+            return parent.field_name_for_child(u32::try_from(i).ok()?).map(str::to_string);
         }
     }
     None
@@ -1327,7 +1469,16 @@ mod tests {
                 .into_iter()
                 .filter(|m| m.operator == Operator::VariableMisuse)
                 .map(|m| m.description)
-                .filter(|d| d.starts_with("`os`") || d.starts_with("`path`") || d.starts_with("`fl`") || d.starts_with("`print`") || d.starts_with("`key`") || d.starts_with("`err`") || d.starts_with("`fh`") || d.starts_with("`z`"))
+                .filter(|d| {
+                    d.starts_with("`os`")
+                        || d.starts_with("`path`")
+                        || d.starts_with("`fl`")
+                        || d.starts_with("`print`")
+                        || d.starts_with("`key`")
+                        || d.starts_with("`err`")
+                        || d.starts_with("`fh`")
+                        || d.starts_with("`z`")
+                })
                 .collect();
             assert!(found.is_empty(), "line {line}: {found:#?}");
         }
@@ -1401,7 +1552,10 @@ mod catalogue_tests {
         let src = "def merge(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n            out.append(a[i])\n            i += 1\n        else:\n            out.append(b[j])\n            j += 1\n    return out\n";
         let v = patched(src, 11, Operator::InsertStatement);
         assert!(v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    return out\n")), "{v:#?}");
-        assert!(v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    out.extend(b[j:])\n    return out\n")), "{v:#?}");
+        assert!(
+            v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    out.extend(b[j:])\n    return out\n")),
+            "{v:#?}"
+        );
     }
 
     #[test]
@@ -1422,7 +1576,10 @@ mod catalogue_tests {
         // A list grown elsewhere, and a state variable never advanced.
         let src = "def walk(node):\n    prev = None\n    out = []\n    while node:\n        nxt = node.next\n        node.next = prev\n        node = nxt\n    return prev\n";
         let v = patched(src, 7, Operator::InsertStatement);
-        assert!(v.iter().any(|p| p.contains("        node.next = prev\n        prev = node\n        node = nxt\n")), "{v:#?}");
+        assert!(
+            v.iter().any(|p| p.contains("        node.next = prev\n        prev = node\n        node = nxt\n")),
+            "{v:#?}"
+        );
         assert!(v.iter().any(|p| p.contains("        out.append(node)\n        node = nxt\n")), "{v:#?}");
         assert!(!v.iter().any(|p| p.contains("prev = prev") || p.contains("out.append(out)")), "{v:#?}");
     }
@@ -1503,7 +1660,8 @@ mod catalogue_tests {
 
     #[test]
     fn generators_delegate_with_yield_from_or_stop_delegating() {
-        let src = "def walk(xs):\n    for x in xs:\n        yield walk(x)\n        yield from x\n        yield from_x\n";
+        let src =
+            "def walk(xs):\n    for x in xs:\n        yield walk(x)\n        yield from x\n        yield from_x\n";
         assert_eq!(patched(src, 3, Operator::YieldFrom).len(), 1);
         assert!(patched(src, 3, Operator::YieldFrom)[0].contains("        yield from walk(x)\n"));
         assert!(patched(src, 4, Operator::YieldFrom)[0].contains("        yield x\n"));

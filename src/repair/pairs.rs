@@ -118,11 +118,7 @@ fn map_line<T>(line: &str, f: &impl Fn(&PairRow) -> T) -> Result<Option<T>, Stri
 fn open(path: &Path) -> std::io::Result<Box<dyn BufRead + Send>> {
     let mut file = BufReader::new(File::open(path)?);
     let gzip = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-    Ok(if gzip {
-        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
-    } else {
-        Box::new(file)
-    })
+    Ok(if gzip { Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file))) } else { Box::new(file) })
 }
 
 /// Up to [`CHUNK_LINES`] lines; empty at the end of the input.
@@ -145,7 +141,8 @@ mod tests {
 
     #[test]
     fn gzip_and_plain_rows_read_alike_in_file_order() {
-        let rows: String = (0..5000).map(|i| format!("{{\"repo\":\"r{i}\",\"before\":\"a\",\"after\":\"b\"}}\n")).collect();
+        let rows: String =
+            (0..5000).map(|i| format!("{{\"repo\":\"r{i}\",\"before\":\"a\",\"after\":\"b\"}}\n")).collect();
         let dir = tempfile::tempdir().unwrap();
         let plain = dir.path().join("pairs.jsonl");
         std::fs::write(&plain, &rows).unwrap();

@@ -6,8 +6,8 @@ use crate::patch::{Edit, Patch};
 use crate::python::Parsed;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::ops::Range;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 
 /// Bumped when the file format changes.
@@ -124,8 +124,11 @@ impl Priors {
     pub fn load(path: &Path) -> Result<Priors, PriorsError> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| PriorsError::Read { path: name.clone(), source })?;
-        let file: PriorsFile = serde_json::from_str(&text)
-            .map_err(|e| PriorsError::Parse { path: name.clone(), line: e.line(), message: e.to_string() })?;
+        let file: PriorsFile = serde_json::from_str(&text).map_err(|e| PriorsError::Parse {
+            path: name.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
         if file.format_version != PRIORS_FORMAT_VERSION {
             return Err(PriorsError::Version { path: name, found: file.format_version });
         }
@@ -245,7 +248,10 @@ mod tests {
     fn operators_that_reproduce_fixes_gain_weight() {
         let pairs = [
             ("def f(a, b):\n    return a < b\n", "def f(a, b):\n    return a <= b\n"),
-            ("def g(x):\n    if x > 0:  # positive\n        return 1\n    return 0\n", "def g(x):\n    if x >= 0:\n        return 1\n    return 0\n"),
+            (
+                "def g(x):\n    if x > 0:  # positive\n        return 1\n    return 0\n",
+                "def g(x):\n    if x >= 0:\n        return 1\n    return 0\n",
+            ),
             ("def h(xs):\n    return xs[len(xs)]\n", "def h(xs):\n    return xs[len(xs) - 1]\n"),
             ("def k(x):\n    return x\n", "def k(x):\n    log(x)\n    return x * 2 + 1\n"),
         ];
@@ -276,7 +282,10 @@ mod tests {
         assert_eq!(explaining_operator(before, after), None);
         assert!(changed_bytes(&Parsed::new("x = f(a)  # c\n"), &Parsed::new("x = f( a )\n")).is_none());
         let (b, a) = ("def f(a):\n    return a < 1\n", "def f(a):\n    return a <= 1\n");
-        assert_eq!(changed_bytes(&Parsed::new(b), &Parsed::new(a)), Some((b.find('<').unwrap()..b.find('<').unwrap() + 1, b.find('<').unwrap()..b.find('<').unwrap() + 1)));
+        assert_eq!(
+            changed_bytes(&Parsed::new(b), &Parsed::new(a)),
+            Some((b.find('<').unwrap()..b.find('<').unwrap() + 1, b.find('<').unwrap()..b.find('<').unwrap() + 1))
+        );
     }
 
     #[test]

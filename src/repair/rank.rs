@@ -69,7 +69,11 @@ impl Ranker {
     /// # Errors
     /// When the file is missing or not a usable GGUF.
     pub fn load(path: &Path) -> Result<Ranker, ModelError> {
-        Ok(Ranker { lm: SmolLm::load(path, &candle_core::Device::Cpu)?, path: path.to_path_buf(), speed: Speed::default() })
+        Ok(Ranker {
+            lm: SmolLm::load(path, &candle_core::Device::Cpu)?,
+            path: path.to_path_buf(),
+            speed: Speed::default(),
+        })
     }
 
     #[must_use]
@@ -83,7 +87,12 @@ impl Ranker {
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
-    pub fn score(&mut self, project: &Project, candidates: &[&Candidate], deadline: Instant) -> Result<Scores, ModelError> {
+    pub fn score(
+        &mut self,
+        project: &Project,
+        candidates: &[&Candidate],
+        deadline: Instant,
+    ) -> Result<Scores, ModelError> {
         // Group by (file, region start, original region).
         let mut groups: BTreeMap<(String, usize, String), Vec<(CandidateId, String)>> = BTreeMap::new();
         for c in candidates {
@@ -126,8 +135,11 @@ pub struct Scores {
 fn estimated_tokens(prompt: &str, texts: &[&str]) -> usize {
     let tokens = |len: usize| len * 2 / 7 + 1;
     let first = texts.first().map_or(&b""[..], |t| t.as_bytes());
-    let common = texts.iter().map(|t| first.iter().zip(t.as_bytes()).take_while(|(a, b)| a == b).count()).min().unwrap_or(0);
-    tokens(prompt.len()) + tokens(common) + texts.iter().map(|t| tokens(t.len() - common).min(MAX_SCORED_TOKENS)).sum::<usize>()
+    let common =
+        texts.iter().map(|t| first.iter().zip(t.as_bytes()).take_while(|(a, b)| a == b).count()).min().unwrap_or(0);
+    tokens(prompt.len())
+        + tokens(common)
+        + texts.iter().map(|t| tokens(t.len() - common).min(MAX_SCORED_TOKENS)).sum::<usize>()
 }
 
 /// Scoring speed seen so far in this run, so that a call that cannot finish before the
@@ -153,8 +165,7 @@ impl Speed {
     }
 }
 
-impl Ranker {
-}
+impl Ranker {}
 
 /// `# FILE` and the last lines of `before` within `CONTEXT_BYTES`.
 fn context(file: &str, before: &str) -> String {
@@ -183,7 +194,10 @@ fn region(project: &Project, c: &Candidate) -> Option<Region> {
     // is the same in both files.
     let start = patched[..first.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
     let tail = patched.len() - last;
-    if original.len() < tail + start || original[..start] != patched[..start] || original[original.len() - tail..] != patched[last..] {
+    if original.len() < tail + start
+        || original[..start] != patched[..start]
+        || original[original.len() - tail..] != patched[last..]
+    {
         return None;
     }
     Some(Region {

@@ -103,9 +103,13 @@ impl View<'_> {
             description: &c.description,
             score: c.score,
         });
-        let waiting = self.waiting.iter().flat_map(BinaryHeap::iter).map(|w| &w.proposal).filter(|p| p.source.is_single()).map(|p| {
-            Partner { patch: &p.patch, line: p.line, description: &p.description, score: p.score }
-        });
+        let waiting = self
+            .waiting
+            .iter()
+            .flat_map(BinaryHeap::iter)
+            .map(|w| &w.proposal)
+            .filter(|p| p.source.is_single())
+            .map(|p| Partner { patch: &p.patch, line: p.line, description: &p.description, score: p.score });
         let mut top: Vec<Partner<'_>> = admitted.chain(waiting).collect();
         top.sort_by(|a, b| b.score.total_cmp(&a.score));
         top.truncate(n);
@@ -298,7 +302,11 @@ impl<'p> Search<'p> {
                 return Next::Candidate(Arc::clone(&self.candidates[id.0]));
             }
         }
-        if self.in_flight == 0 && !self.any_source_can_wake() { Next::Done } else { Next::Wait }
+        if self.in_flight == 0 && !self.any_source_can_wake() {
+            Next::Done
+        } else {
+            Next::Wait
+        }
     }
 
     /// Record a validation result (a later result for the same candidate replaces it).
@@ -362,11 +370,13 @@ impl<'p> Search<'p> {
     }
 
     fn mean_cost(&self) -> f64 {
-        let (seconds, n) = self
-            .lanes
-            .iter()
-            .fold((0.0, 0), |(s, n), l| (s + l.stats.validation_seconds, n + l.stats.validated));
-        if n == 0 { 1.0 } else { (seconds / n as f64).max(1e-3) }
+        let (seconds, n) =
+            self.lanes.iter().fold((0.0, 0), |(s, n), l| (s + l.stats.validation_seconds, n + l.stats.validated));
+        if n == 0 {
+            1.0
+        } else {
+            (seconds / n as f64).max(1e-3)
+        }
     }
 
     /// Ask sources for more while they may beat what waits, and keep a few waiting in each.

@@ -64,7 +64,12 @@ const TEMPLATES_PER_LINE: usize = 40;
 
 impl<'p> TemplateSource<'p> {
     #[must_use]
-    pub fn new(project: &'p Project, lines: &[SuspiciousLine], max_lines: usize, templates: std::sync::Arc<Templates>) -> Self {
+    pub fn new(
+        project: &'p Project,
+        lines: &[SuspiciousLine],
+        max_lines: usize,
+        templates: std::sync::Arc<Templates>,
+    ) -> Self {
         TemplateSource { project, lines: lines.iter().take(max_lines).cloned().collect(), next: 0, templates }
     }
 }

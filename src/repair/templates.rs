@@ -162,7 +162,8 @@ impl Templates {
     /// When the file cannot be read or parsed, or has another format version.
     pub fn load(path: &Path) -> Result<Templates, TemplatesError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TemplatesError::Read { path: name.clone(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| TemplatesError::Read { path: name.clone(), source })?;
         Templates::parse(&text, &name)
     }
 
@@ -173,12 +174,14 @@ impl Templates {
     #[must_use]
     pub fn bundled() -> &'static Templates {
         static BUNDLED_TEMPLATES: OnceLock<Templates> = OnceLock::new();
-        BUNDLED_TEMPLATES.get_or_init(|| Templates::parse(BUNDLED, "datasets/templates.json").expect("bundled templates.json is valid"))
+        BUNDLED_TEMPLATES.get_or_init(|| {
+            Templates::parse(BUNDLED, "datasets/templates.json").expect("bundled templates.json is valid")
+        })
     }
 
     fn parse(text: &str, name: &str) -> Result<Templates, TemplatesError> {
-        let file: TemplatesFile =
-            serde_json::from_str(text).map_err(|e| TemplatesError::Parse { path: name.to_string(), message: e.to_string() })?;
+        let file: TemplatesFile = serde_json::from_str(text)
+            .map_err(|e| TemplatesError::Parse { path: name.to_string(), message: e.to_string() })?;
         if file.format_version != TEMPLATES_FORMAT_VERSION {
             return Err(TemplatesError::Version { path: name.to_string(), found: file.format_version });
         }
@@ -273,7 +276,10 @@ mod tests {
     fn inserted_and_deleted_statements_are_templates_of_their_own() {
         let got = extracted("    total += 1\n", "    total += 1\n    if not xs:\n        return\n");
         assert!(got.is_empty(), "two lines added: {got:?}");
-        let got = extracted("    for x in xs:\n        total += x\n", "    for x in xs:\n        total += x\n        break\n");
+        let got = extracted(
+            "    for x in xs:\n        total += x\n",
+            "    for x in xs:\n        total += x\n        break\n",
+        );
         assert_eq!(got, ["insert `break`"]);
         let got = extracted("    d.clear()\n    total = 1\n", "    total = 1\n");
         assert_eq!(got, ["delete `$N0.clear()`"]);
@@ -284,7 +290,10 @@ mod tests {
         assert!(extracted("    total = d\n", "    total = k\n").is_empty(), "variable renamed");
         assert!(extracted("    total = d  # x\n", "    total  =  d\n").is_empty(), "layout only");
         assert!(extracted("    total = d\n    k = 1\n", "    total = xs\n    k = 2\n").is_empty(), "two lines changed");
-        assert!(extracted("    total = d\n", "    total = sorted(d, key=len, reverse=True)[0]\n").is_empty(), "too many tokens");
+        assert!(
+            extracted("    total = d\n", "    total = sorted(d, key=len, reverse=True)[0]\n").is_empty(),
+            "too many tokens"
+        );
         assert!(extracted("    total = d\n", "    total = (d\n").is_empty(), "does not parse");
         assert!(extracted("    total = os.sep\n", "    total = SEP\n").is_empty(), "a project name for an expression");
         assert!(extracted("    total = d\n", "    total = conv(d)\n").is_empty(), "a call of a project function");
@@ -293,7 +302,13 @@ mod tests {
     }
 
     fn row(repo: &str, commit: &str, before: &str, after: &str) -> PairRow {
-        PairRow { repo: repo.into(), commit: commit.into(), path: "pkg/mod.py".into(), before: func(before), after: func(after) }
+        PairRow {
+            repo: repo.into(),
+            commit: commit.into(),
+            path: "pkg/mod.py".into(),
+            before: func(before),
+            after: func(after),
+        }
     }
 
     #[test]
@@ -318,11 +333,8 @@ mod tests {
         };
         let file = learn(&rows, &config);
         assert_eq!((file.pairs_read, file.pairs_kept, file.pairs_used), (10, 5, 5));
-        let shown: Vec<(String, u32, u32)> = Templates::from_file(&file)
-            .unwrap()
-            .iter()
-            .map(|(t, commits)| (t.to_string(), commits, 0))
-            .collect();
+        let shown: Vec<(String, u32, u32)> =
+            Templates::from_file(&file).unwrap().iter().map(|(t, commits)| (t.to_string(), commits, 0)).collect();
         assert_eq!(shown.len(), 2, "{shown:?}");
         assert!(shown.iter().all(|(t, commits, _)| t.contains(".keys") && *commits == 3), "{shown:?}");
         assert_eq!(file.templates[0].repos, 2);
@@ -370,10 +382,19 @@ mod tests {
 
     #[test]
     fn a_matching_line_is_rewritten_and_other_lines_are_left_alone() {
-        let t = templates(&[("expression", "$E0 . keys", "$E0 . items", 41), ("expression", "$N0 [ $N1 ]", "$N0 . get ( $N1 )", 9)]);
+        let t = templates(&[
+            ("expression", "$E0 . keys", "$E0 . items", 41),
+            ("expression", "$N0 [ $N1 ]", "$N0 . get ( $N1 )", 9),
+        ]);
         let src = "def f(self, d):\n    for k in self.cache.keys():\n        print(d[k])\n    return d\n";
-        assert_eq!(applied(&t, src, 2), ["def f(self, d):\n    for k in self.cache.items():\n        print(d[k])\n    return d\n"]);
-        assert_eq!(applied(&t, src, 3), ["def f(self, d):\n    for k in self.cache.keys():\n        print(d.get(k))\n    return d\n"]);
+        assert_eq!(
+            applied(&t, src, 2),
+            ["def f(self, d):\n    for k in self.cache.items():\n        print(d[k])\n    return d\n"]
+        );
+        assert_eq!(
+            applied(&t, src, 3),
+            ["def f(self, d):\n    for k in self.cache.keys():\n        print(d.get(k))\n    return d\n"]
+        );
         assert!(applied(&t, src, 4).is_empty());
         let m = &t.mutations_at_line(&Parsed::new(src), 2, 5)[0];
         assert_eq!(m.description, "template #1 (`$E0.keys` → `$E0.items`, 41 commits)");
@@ -409,10 +430,19 @@ mod tests {
 
     #[test]
     fn new_names_are_taken_from_the_scope_of_the_function() {
-        let t = templates(&[("expression", "$N0 ( $N1 )", "$N0 ( $N1 , $N2 )", 5), ("insert-statement", "", "return $N0", 3)]);
+        let t = templates(&[
+            ("expression", "$N0 ( $N1 )", "$N0 ( $N1 , $N2 )", 5),
+            ("insert-statement", "", "return $N0", 3),
+        ]);
         let src = "import os.path\nfrom m import g as h\nLIMIT = 3\ndef f(a, b):\n    c = g(a)\n    return c\n";
         let got = applied(&t, src, 5);
-        for want in ["    c = g(a, a)\n", "    c = g(a, b)\n", "    c = g(a, c)\n", "    return a\n    c = g(a)\n", "    c = g(a)\n    return b\n"] {
+        for want in [
+            "    c = g(a, a)\n",
+            "    c = g(a, b)\n",
+            "    c = g(a, c)\n",
+            "    return a\n    c = g(a)\n",
+            "    c = g(a)\n    return b\n",
+        ] {
             assert!(got.iter().any(|p| p.contains(want)), "{want:?} missing: {got:#?}");
         }
         assert!(!got.iter().any(|p| p.contains("g(a, LIMIT)") || p.contains("g(a, os)")), "{got:#?}");
@@ -468,7 +498,9 @@ mod tests {
 
     #[test]
     fn templates_round_trip_through_their_file() {
-        let rows: Vec<PairRow> = (0..3).map(|i| row("a/one", &format!("c{i}"), "    total = d.keys()\n", "    total = d.items()\n")).collect();
+        let rows: Vec<PairRow> = (0..3)
+            .map(|i| row("a/one", &format!("c{i}"), "    total = d.keys()\n", "    total = d.items()\n"))
+            .collect();
         let file = learn(&rows, &LearnConfig::default());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("templates.json");

@@ -39,7 +39,8 @@ impl Cgroup {
     /// delegated cgroup v2 subtree). `None` when it cannot, or when the pids limit cannot be set.
     #[must_use]
     pub fn create(limits: CgroupLimits) -> Option<Cgroup> {
-        let name = format!("deepdebug-{}-{}-{}", pid_namespace(), std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let name =
+            format!("deepdebug-{}-{}-{}", pid_namespace(), std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let (pids, memory) = if Path::new(ROOT).join("cgroup.controllers").is_file() {
             let dir = unified_dir(&name)?;
             (dir.clone(), Some(dir))
@@ -53,7 +54,8 @@ impl Cgroup {
         if let Some(memory) = memory {
             let bytes = limits.memory_bytes.to_string();
             // v2, then v1; swap (where accounted) is limited to nothing beyond the memory limit.
-            let _ = std::fs::write(memory.join("memory.max"), &bytes).or_else(|_| std::fs::write(memory.join("memory.limit_in_bytes"), &bytes));
+            let _ = std::fs::write(memory.join("memory.max"), &bytes)
+                .or_else(|_| std::fs::write(memory.join("memory.limit_in_bytes"), &bytes));
             let _ = std::fs::write(memory.join("memory.swap.max"), "0");
             let _ = std::fs::write(memory.join("memory.memsw.limit_in_bytes"), &bytes);
         }
@@ -138,7 +140,11 @@ fn own_path(controller: &str) -> Option<PathBuf> {
     text.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let matches = if controller.is_empty() { controllers.is_empty() } else { controllers.split(',').any(|c| c == controller) };
+        let matches = if controller.is_empty() {
+            controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == controller)
+        };
         matches.then(|| PathBuf::from(path.trim_start_matches('/')))
     })
 }

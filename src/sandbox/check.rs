@@ -110,7 +110,9 @@ pub fn self_test(sandbox: &Sandbox, python: &Path) -> Result<Vec<Check>, Sandbox
     // Twice the limit: the allocation must fail (MemoryError) or the process must be killed.
     let limits = Limits::default();
     let limit = match container {
-        Some(d) => u64::try_from(d.config().memory_bytes).unwrap_or(u64::MAX).min(limits.memory_bytes.unwrap_or(u64::MAX)),
+        Some(d) => {
+            u64::try_from(d.config().memory_bytes).unwrap_or(u64::MAX).min(limits.memory_bytes.unwrap_or(u64::MAX))
+        }
         None => limits.memory_bytes.unwrap_or(4 << 30),
     };
     let out = run(MEMORY, &[&(limit * 2).to_string()], Duration::from_secs(60), limits)?;
@@ -134,7 +136,11 @@ pub fn self_test(sandbox: &Sandbox, python: &Path) -> Result<Vec<Check>, Sandbox
             detail: first_line(&out),
         });
     } else {
-        checks.push(Check { name: "pids limit", verdict: Verdict::NotApplicable, detail: "containers or a cgroup only".into() });
+        checks.push(Check {
+            name: "pids limit",
+            verdict: Verdict::NotApplicable,
+            detail: "containers or a cgroup only".into(),
+        });
     }
 
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -147,7 +153,11 @@ pub fn self_test(sandbox: &Sandbox, python: &Path) -> Result<Vec<Check>, Sandbox
     checks.push(Check {
         name: "hang killed",
         verdict: if out.exit == Exit::Timeout && quick && survivors == 0 { Verdict::Passed } else { Verdict::Failed },
-        detail: format!("{:?} after {:.1}s, {survivors} surviving process(es)", out.exit, start.elapsed().as_secs_f64()),
+        detail: format!(
+            "{:?} after {:.1}s, {survivors} surviving process(es)",
+            out.exit,
+            start.elapsed().as_secs_f64()
+        ),
     });
 
     let out = run(PRIVILEGES, &[], Duration::from_secs(30), Limits::default())?;
@@ -205,9 +215,6 @@ pub fn processes_with(token: &str) -> usize {
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
-        })
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(token)))
         .count()
 }

@@ -2,12 +2,12 @@
 
 use super::{io_err, DockerConfig, Job, SandboxError};
 use crate::process::{Exit, Output};
+use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogsOptions,
     RemoveContainerOptions, WaitContainerOptions,
 };
-use bollard::container::LogOutput;
 use bollard::Docker;
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -208,10 +208,8 @@ impl DockerSandbox {
         for dir in &job.writable {
             // The whole tree: a writable source is a scratch copy whose files tests may rewrite.
             for entry in walkdir::WalkDir::new(dir).follow_links(false) {
-                let entry = entry.map_err(|e| SandboxError::Io {
-                    action: format!("walk {}", dir.display()),
-                    source: e.into(),
-                })?;
+                let entry = entry
+                    .map_err(|e| SandboxError::Io { action: format!("walk {}", dir.display()), source: e.into() })?;
                 std::os::unix::fs::lchown(entry.path(), Some(self.user.0), Some(self.user.1))
                     .map_err(io_err(format!("hand {} to the sandbox user", entry.path().display())))?;
             }
@@ -227,7 +225,12 @@ impl DockerSandbox {
         let source_mode = if job.writable.contains(&job.source) { "rw" } else { "ro" };
         let mut binds = vec![format!("{0}:{0}:{source_mode}", super::absolute(job.source).display())];
         binds.extend(job.read_only.iter().map(|d| format!("{0}:{0}:ro", super::absolute(d).display())));
-        binds.extend(job.writable.iter().filter(|d| **d != job.source).map(|d| format!("{0}:{0}:rw", super::absolute(d).display())));
+        binds.extend(
+            job.writable
+                .iter()
+                .filter(|d| **d != job.source)
+                .map(|d| format!("{0}:{0}:rw", super::absolute(d).display())),
+        );
         let memory = job
             .limits
             .memory_bytes
@@ -292,9 +295,14 @@ impl DockerSandbox {
         let options = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
         self.block_on(self.client.create_container(Some(options), body)).map_err(docker_err("create a container"))?;
         let attached = self.block_on(async {
-            let options = AttachContainerOptions { stream: true, stdin: true, stdout: true, stderr: true, ..Default::default() };
+            let options =
+                AttachContainerOptions { stream: true, stdin: true, stdout: true, stderr: true, ..Default::default() };
             // Attached before the start, so that no output is lost.
-            let streams = self.client.attach_container(&name, Some(options)).await.map_err(docker_err("attach to a container"))?;
+            let streams = self
+                .client
+                .attach_container(&name, Some(options))
+                .await
+                .map_err(docker_err("attach to a container"))?;
             self.client.start_container(&name, None).await.map_err(docker_err("start a container"))?;
             Ok(streams)
         });
@@ -308,7 +316,15 @@ impl DockerSandbox {
         let (lines, receiver) = mpsc::channel();
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let reader = self.runtime.spawn(forward_lines(streams.output, lines, Arc::clone(&stderr)));
-        Ok(AttachedContainer { sandbox: Arc::clone(self), name, input: streams.input, lines: Some(receiver), stderr, reader, removed: false })
+        Ok(AttachedContainer {
+            sandbox: Arc::clone(self),
+            name,
+            input: streams.input,
+            lines: Some(receiver),
+            stderr,
+            reader,
+            removed: false,
+        })
     }
 
     async fn run_async(&self, job: &Job<'_>) -> Result<Output, SandboxError> {

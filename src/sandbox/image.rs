@@ -63,7 +63,9 @@ pub fn build(options: &BuildOptions, progress: &dyn Fn(&str)) -> Result<BuildRep
         .ok_or_else(|| SandboxError::Build("`debootstrap` is not installed (apt-get install -y debootstrap)".into()))?;
     // SAFETY: plain getter.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(SandboxError::Build("debootstrap needs root; run `deepdebug sandbox build` as root, or build docker/Dockerfile".into()));
+        return Err(SandboxError::Build(
+            "debootstrap needs root; run `deepdebug sandbox build` as root, or build docker/Dockerfile".into(),
+        ));
     }
     let suite = options.suite.clone().unwrap_or_else(host_codename);
     let mirror = options.mirror.clone().unwrap_or_else(host_mirror);
@@ -119,7 +121,8 @@ fn finish_rootfs(rootfs: &Path) -> Result<(), SandboxError> {
         if text.lines().any(|l| l.starts_with("runner:")) {
             return Ok(());
         }
-        let mut file = std::fs::OpenOptions::new().append(true).create(true).open(&path).map_err(io_err(format!("open {rel}")))?;
+        let mut file =
+            std::fs::OpenOptions::new().append(true).create(true).open(&path).map_err(io_err(format!("open {rel}")))?;
         writeln!(file, "{line}").map_err(io_err(format!("write {rel}")))
     };
     append("etc/passwd", &format!("runner:x:{IMAGE_USER}:{IMAGE_USER}:deepdebug runner:/tmp:/usr/sbin/nologin"))?;
@@ -129,7 +132,8 @@ fn finish_rootfs(rootfs: &Path) -> Result<(), SandboxError> {
         if let Ok(entries) = std::fs::read_dir(&path) {
             for entry in entries.flatten() {
                 let p = entry.path();
-                let _ = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                let _ =
+                    if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
             }
         }
     }
@@ -158,7 +162,8 @@ fn import(engine: &DockerSandbox, tag: &str, tarball: Vec<u8>) -> Result<(), San
     engine.block_on(async {
         let mut stream = engine.client().create_image(Some(options), Some(body), None);
         while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| SandboxError::Docker { action: "import the image".into(), message: e.to_string() })?;
+            let info =
+                item.map_err(|e| SandboxError::Docker { action: "import the image".into(), message: e.to_string() })?;
             if let Some(err) = info.error_detail.and_then(|d| d.message) {
                 return Err(SandboxError::Build(err));
             }
@@ -198,7 +203,9 @@ pub fn probe_pytest(engine: &DockerSandbox) -> Result<String, SandboxError> {
 pub fn host_codename() -> String {
     std::fs::read_to_string("/etc/os-release")
         .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(|v| v.trim_matches('"').to_string())))
+        .and_then(|t| {
+            t.lines().find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(|v| v.trim_matches('"').to_string()))
+        })
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "bookworm".to_string())
 }

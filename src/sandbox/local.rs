@@ -33,7 +33,14 @@ impl Bwrap {
     /// the whole file system read-only, a fresh `/tmp`, `source` and `writable` writable,
     /// `read_only` bound read-only (they may lie under `/tmp`). Dies with its parent.
     #[must_use]
-    pub fn command(&self, program: &Path, source: &Path, read_only: &[&Path], writable: &[&Path], pid_namespace: bool) -> Command {
+    pub fn command(
+        &self,
+        program: &Path,
+        source: &Path,
+        read_only: &[&Path],
+        writable: &[&Path],
+        pid_namespace: bool,
+    ) -> Command {
         let mut cmd = Command::new(&self.path);
         cmd.args(["--die-with-parent", "--unshare-net", "--unshare-ipc", "--unshare-uts"]);
         cmd.args(["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]);
@@ -41,7 +48,8 @@ impl Bwrap {
             cmd.args(["--unshare-pid", "--proc", "/proc"]);
         }
         // An interpreter under /tmp (a virtualenv made there) would vanish under the fresh /tmp.
-        let program_root = program.parent().and_then(Path::parent).filter(|_| program.is_absolute() && program.starts_with("/tmp"));
+        let program_root =
+            program.parent().and_then(Path::parent).filter(|_| program.is_absolute() && program.starts_with("/tmp"));
         for dir in read_only.iter().copied().chain(program_root) {
             let dir = super::absolute(dir);
             cmd.arg("--ro-bind").arg(&dir).arg(&dir);

@@ -8,8 +8,8 @@ pub mod local;
 
 use crate::process::{Limits, Output};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -210,7 +210,13 @@ impl Sandbox {
     /// signal process groups. `None` for Docker: use [`docker::DockerSandbox::attach`] (pids
     /// there belong to the container's namespace and must never be signalled from the host).
     #[must_use]
-    pub fn local_command(&self, program: &Path, source: &Path, read_only: &[&Path], writable: &[&Path]) -> Option<Command> {
+    pub fn local_command(
+        &self,
+        program: &Path,
+        source: &Path,
+        read_only: &[&Path],
+        writable: &[&Path],
+    ) -> Option<Command> {
         match &self.backend {
             Backend::None | Backend::Rlimits => Some(Command::new(program)),
             Backend::Bwrap(bwrap) => Some(bwrap.command(program, source, read_only, writable, false)),

@@ -70,11 +70,16 @@ pub fn build(parsed: &Parsed, focal: &FunctionDef, budget: usize, count: &dyn Fn
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let line_text = |i: usize| -> String {
         let l = lines.get(i).copied().unwrap_or("");
-        if l.ends_with('\n') { l.to_string() } else { format!("{l}\n") }
+        if l.ends_with('\n') {
+            l.to_string()
+        } else {
+            format!("{l}\n")
+        }
     };
     let cost: Vec<usize> = (0..lines.len()).map(|i| count(&line_text(i))).collect();
     let outline = outline(parsed);
-    let focal_span = Span { first: focal.start_line - 1, last: (focal.end_line - 1).min(lines.len().saturating_sub(1)) };
+    let focal_span =
+        Span { first: focal.start_line - 1, last: (focal.end_line - 1).min(lines.len().saturating_sub(1)) };
 
     let mut selected: BTreeSet<usize> = BTreeSet::new();
     let mut added = Vec::new();
@@ -85,22 +90,26 @@ pub fn build(parsed: &Parsed, focal: &FunctionDef, budget: usize, count: &dyn Fn
     let over_budget = used > budget;
 
     // Add a piece (a set of spans) when its not-yet-selected lines fit.
-    let offer = |spans: &[Span], part: Part, selected: &mut BTreeSet<usize>, used: &mut usize, added: &mut Vec<Part>| {
-        let new: BTreeSet<usize> = spans.iter().flat_map(|s| s.lines()).filter(|l| !selected.contains(l) && *l < lines.len()).collect();
-        if new.is_empty() {
-            return;
-        }
-        let c: usize = new.iter().map(|&l| cost[l]).sum();
-        if *used + c <= budget {
-            *used += c;
-            selected.extend(new);
-            added.push(part);
-        }
-    };
+    let offer =
+        |spans: &[Span], part: Part, selected: &mut BTreeSet<usize>, used: &mut usize, added: &mut Vec<Part>| {
+            let new: BTreeSet<usize> =
+                spans.iter().flat_map(|s| s.lines()).filter(|l| !selected.contains(l) && *l < lines.len()).collect();
+            if new.is_empty() {
+                return;
+            }
+            let c: usize = new.iter().map(|&l| cost[l]).sum();
+            if *used + c <= budget {
+                *used += c;
+                selected.extend(new);
+                added.push(part);
+            }
+        };
 
     // Enclosing classes of the focal function, innermost last.
     let focal_classes: Vec<usize> = (0..outline.classes.len())
-        .filter(|&c| outline.classes[c].whole.contains(focal_span.first) && !focal_span.contains(outline.classes[c].header.first))
+        .filter(|&c| {
+            outline.classes[c].whole.contains(focal_span.first) && !focal_span.contains(outline.classes[c].header.first)
+        })
         .collect();
     let class_headers = |c: Option<usize>| -> Vec<Span> {
         // A class header plus the headers of the classes enclosing it.
@@ -133,7 +142,9 @@ pub fn build(parsed: &Parsed, focal: &FunctionDef, budget: usize, count: &dyn Fn
     let focal_class = focal_classes.last().copied();
     let others: Vec<usize> = {
         let mut v: Vec<usize> = (0..outline.functions.len())
-            .filter(|&f| outline.functions[f].whole != focal_span && !focal_span.contains(outline.functions[f].header.first))
+            .filter(|&f| {
+                outline.functions[f].whole != focal_span && !focal_span.contains(outline.functions[f].header.first)
+            })
             .collect();
         // Methods of the focal class first, then file order.
         v.sort_by_key(|&f| (focal_class.is_none() || outline.functions[f].class != focal_class, f));
@@ -231,14 +242,26 @@ mod tests {
         let parsed = Parsed::new(SRC);
         let focal = find_function(&parsed, "fetchone").unwrap();
         let big = build(&parsed, &focal, 10_000, &words);
-        assert!(big.text.contains("# target edit\n    def fetchone(self):\n        return self.fetch(1)\n# end\n"), "{}", big.text);
+        assert!(
+            big.text.contains("# target edit\n    def fetchone(self):\n        return self.fetch(1)\n# end\n"),
+            "{}",
+            big.text
+        );
         assert!(big.text.contains("return x + LIMIT"));
         assert_eq!(big.tokens, big.text.split_inclusive('\n').map(words).sum::<usize>());
         // A budget that fits the focal function, class header and imports only.
-        let small_budget = ["# target edit\n", "    def fetchone(self):\n", "        return self.fetch(1)\n", "# end\n", "class Cursor:\n", "import os\n", "import sys\n"]
-            .iter()
-            .map(|l| words(l))
-            .sum();
+        let small_budget = [
+            "# target edit\n",
+            "    def fetchone(self):\n",
+            "        return self.fetch(1)\n",
+            "# end\n",
+            "class Cursor:\n",
+            "import os\n",
+            "import sys\n",
+        ]
+        .iter()
+        .map(|l| words(l))
+        .sum();
         let small = build(&parsed, &focal, small_budget, &words);
         assert_eq!(small.text, "import os\nimport sys\nclass Cursor:\n# target edit\n    def fetchone(self):\n        return self.fetch(1)\n# end\n");
         assert_eq!(small.tokens, small_budget);
@@ -257,7 +280,12 @@ mod tests {
         let s = build(&parsed, &focal, sig_budget, &words);
         assert!(s.text.contains("def helper(x):") && s.text.contains("def execute(self, q):"), "{}", s.text);
         assert!(!s.text.contains("return x + LIMIT") && !s.text.contains("self.run(q)"), "{}", s.text);
-        let with = append_trace("S\n", "a b c\nd e\nE: boom\n", words("# trace\n") + words("d e\n") + words("E: boom\n"), &words);
+        let with = append_trace(
+            "S\n",
+            "a b c\nd e\nE: boom\n",
+            words("# trace\n") + words("d e\n") + words("E: boom\n"),
+            &words,
+        );
         assert_eq!(with, "S\n# trace\nd e\nE: boom\n");
         assert!(matches!(find_function(&parsed, "nope"), Err(SkeletonError::NoSuchFunction(_))));
     }

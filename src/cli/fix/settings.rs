@@ -52,7 +52,12 @@ pub fn resolve(args: &FixArgs, matches: &ArgMatches) -> anyhow::Result<(FixArgs,
 }
 
 /// Set the keys `file` has whose flag was not given.
-fn apply(out: &mut FixArgs, file: &FileSettings, origin: &Origin, origins: &mut BTreeMap<&'static str, Origin>) -> anyhow::Result<()> {
+fn apply(
+    out: &mut FixArgs,
+    file: &FileSettings,
+    origin: &Origin,
+    origins: &mut BTreeMap<&'static str, Origin>,
+) -> anyhow::Result<()> {
     let mut take = |key: &'static str, present: bool| {
         let free = present && origins.get(key) != Some(&Origin::CommandLine);
         if free {
@@ -78,16 +83,21 @@ fn apply(out: &mut FixArgs, file: &FileSettings, origin: &Origin, origins: &mut 
     if take("python", file.python.is_some()) {
         out.python.clone_from(&file.python);
     }
-    if let (true, Some(v)) = (take("sandbox", file.sandbox.is_some()), choice::<Kind>("sandbox", file.sandbox.as_deref(), origin)?) {
+    if let (true, Some(v)) =
+        (take("sandbox", file.sandbox.is_some()), choice::<Kind>("sandbox", file.sandbox.as_deref(), origin)?)
+    {
         out.sandbox.sandbox = v;
     }
     if let (true, Some(v)) = (take("image", file.image.is_some()), &file.image) {
         out.sandbox.image.clone_from(v);
     }
-    if let (true, Some(v)) = (take("engine", file.engine.is_some()), choice::<Engine>("engine", file.engine.as_deref(), origin)?) {
+    if let (true, Some(v)) =
+        (take("engine", file.engine.is_some()), choice::<Engine>("engine", file.engine.as_deref(), origin)?)
+    {
         out.engine = v;
     }
-    if let (true, Some(v)) = (take("rank", file.rank.is_some()), choice::<Rank>("rank", file.rank.as_deref(), origin)?) {
+    if let (true, Some(v)) = (take("rank", file.rank.is_some()), choice::<Rank>("rank", file.rank.as_deref(), origin)?)
+    {
         out.rank.rank = v;
     }
     if take("smollm", file.smollm.is_some()) {
@@ -121,7 +131,11 @@ fn choice<T: ValueEnum>(key: &str, text: Option<&str>, origin: &Origin) -> anyho
 /// A value of a closed set (`rank = "smollm"`), as its flag would take it.
 fn parse_choice<T: ValueEnum>(key: &str, text: &str, origin: &Origin) -> anyhow::Result<T> {
     T::from_str(text, false).map_err(|_| {
-        let names: Vec<String> = T::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|v| v.get_name().to_string()).collect();
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
         anyhow!("{origin}: {key} = \"{text}\": expected one of {}", names.join(", "))
     })
 }
@@ -133,7 +147,9 @@ fn name<T: ValueEnum>(value: &T) -> String {
 /// `key = value  # origin` lines, TOML-quoted.
 fn show(args: &FixArgs, origins: &BTreeMap<&str, Origin>, layers: &[(Origin, FileSettings)]) -> String {
     let quote = |s: &str| format!("{s:?}");
-    let path = |p: &Option<PathBuf>, unset: &str| p.as_ref().map_or_else(|| format!("({unset})"), |p| quote(&p.display().to_string()));
+    let path = |p: &Option<PathBuf>, unset: &str| {
+        p.as_ref().map_or_else(|| format!("({unset})"), |p| quote(&p.display().to_string()))
+    };
     let list = |v: &[String]| format!("[{}]", v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", "));
     let secs = |d: std::time::Duration| quote(&format!("{}s", d.as_secs_f64()));
     let values: BTreeMap<&str, String> = BTreeMap::from([

@@ -103,10 +103,19 @@ impl SmolLm {
     ///
     /// # Errors
     /// As [`SmolLm::extend`].
-    pub fn extend_until(&self, prefix: &Prefix, text: &str, stop: &dyn Fn() -> bool) -> Result<Option<Prefix>, ModelError> {
+    pub fn extend_until(
+        &self,
+        prefix: &Prefix,
+        text: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Prefix>, ModelError> {
         let ids = self.encode(text)?;
         if ids.is_empty() {
-            return if prefix.is_empty() { Err(ModelError::Data("empty prompt".into())) } else { Ok(Some(prefix.clone())) };
+            return if prefix.is_empty() {
+                Err(ModelError::Data("empty prompt".into()))
+            } else {
+                Ok(Some(prefix.clone()))
+            };
         }
         let mut out = prefix.clone();
         for chunk in ids.chunks(PREFILL_CHUNK) {
@@ -127,12 +136,19 @@ impl SmolLm {
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
-    pub fn sample_lines(&self, prefix: &Prefix, options: &LineSampling, stop: &dyn Fn() -> bool) -> Result<Vec<SampledLine>, ModelError> {
+    pub fn sample_lines(
+        &self,
+        prefix: &Prefix,
+        options: &LineSampling,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<SampledLine>, ModelError> {
         let n = options.n.max(1);
         let sampling = Sampling::TopP { p: options.top_p, temperature: options.temperature.max(1e-3) };
-        let mut processors: Vec<LogitsProcessor> =
-            (0..n as u64).map(|r| LogitsProcessor::from_sampling(options.seed.wrapping_add(r), sampling.clone())).collect();
-        let mut rows: Vec<Row> = (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
+        let mut processors: Vec<LogitsProcessor> = (0..n as u64)
+            .map(|r| LogitsProcessor::from_sampling(options.seed.wrapping_add(r), sampling.clone()))
+            .collect();
+        let mut rows: Vec<Row> =
+            (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
         let first = prefix.logits.to_vec1::<f32>()?;
         let mut logits: Vec<Vec<f32>> = vec![first; n];
         let mut model = prefix.model.clone();
@@ -163,7 +179,12 @@ impl SmolLm {
 
     /// Draw one token for every unfinished row; returns the tokens to feed next (finished rows
     /// feed end-of-text, ignored).
-    fn sample_step(&self, rows: &mut [Row], processors: &mut [LogitsProcessor], logits: &[Vec<f32>]) -> Result<Vec<u32>, ModelError> {
+    fn sample_step(
+        &self,
+        rows: &mut [Row],
+        processors: &mut [LogitsProcessor],
+        logits: &[Vec<f32>],
+    ) -> Result<Vec<u32>, ModelError> {
         let mut next = vec![self.eos; rows.len()];
         for (r, row) in rows.iter_mut().enumerate() {
             if row.done {
@@ -246,7 +267,11 @@ mod tests {
         let chunked = lm.prefix(&text).unwrap();
         assert_eq!(chunked.len(), ids.len());
         let mut model = lm.model.clone();
-        let whole = model.forward(&Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0).unwrap().squeeze(0).unwrap();
+        let whole = model
+            .forward(&Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap(), 0)
+            .unwrap()
+            .squeeze(0)
+            .unwrap();
         let diff = (&chunked.logits - whole).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
         assert!(diff < 1e-2, "{diff}");
         let asked = std::cell::Cell::new(0);

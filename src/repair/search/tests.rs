@@ -45,7 +45,11 @@ impl CandidateSource for Fake {
         self.kind
     }
     fn bound(&self) -> f64 {
-        if self.batches.is_empty() { 0.0 } else { self.bound }
+        if self.batches.is_empty() {
+            0.0
+        } else {
+            self.bound
+        }
     }
     fn next(&mut self, _view: &View<'_>) -> Produced {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -76,7 +80,8 @@ fn later() -> Instant {
 #[test]
 fn sources_are_drawn_in_one_stream_by_score_and_ids_stay_stable() {
     let (_dir, project) = project();
-    let a = Fake::new(SourceKind::Operators, vec![vec![proposal("a + b", "a - b", 0.9), proposal("a - b", "a + b", 0.5)]]);
+    let a =
+        Fake::new(SourceKind::Operators, vec![vec![proposal("a + b", "a - b", 0.9), proposal("a - b", "a + b", 0.5)]]);
     let b = Fake::new(SourceKind::Templates, vec![vec![proposal("a * b", "a ** b", 0.7)]]);
     let mut search = Search::new(&project, vec![Box::new(a), Box::new(b)], later());
     let order: Vec<Arc<Candidate>> = (0..3).map(|_| take(&mut search)).collect();
@@ -151,7 +156,8 @@ fn a_pending_source_makes_workers_wait_and_in_flight_work_keeps_the_search_open(
 #[test]
 fn proposals_are_deduplicated_across_sources_and_unparseable_ones_dropped() {
     let (_dir, project) = project();
-    let a = Fake::new(SourceKind::Operators, vec![vec![proposal("a + b", "a - b", 0.9), proposal("a + b", "a +", 0.8)]]);
+    let a =
+        Fake::new(SourceKind::Operators, vec![vec![proposal("a + b", "a - b", 0.9), proposal("a + b", "a +", 0.8)]]);
     let b = Fake::new(SourceKind::Templates, vec![vec![proposal("a + b", "a  -  b", 0.7)]]);
     let mut search = Search::new(&project, vec![Box::new(a), Box::new(b)], later());
     let c = take(&mut search);

@@ -80,7 +80,11 @@ impl<'p> LineView<'p> {
             let span = leaf_span(&self.leaves, node);
             if is_simple_statement(kind) {
                 self.statements.insert((span.start, span.end));
-            } else if !is_fragment(kind) && !span.is_empty() && !kind.contains("assignment") && !is_not_a_value(parent, field) {
+            } else if !is_fragment(kind)
+                && !span.is_empty()
+                && !kind.contains("assignment")
+                && !is_not_a_value(parent, field)
+            {
                 let operator = kind.ends_with("_operator") || matches!(kind, "conditional_expression" | "lambda");
                 self.expr_ends[span.start].push((span.end, operator));
             }
@@ -115,8 +119,13 @@ impl<'p> LineView<'p> {
             TemplateKind::InsertStatement => self.insertions(template, scope),
             TemplateKind::DeleteStatement => {
                 let whole = self.statements.contains(&(0, self.leaves.len()));
-                let matched = whole && self.matches_at(&template.before, 0).iter().any(|m| m.span.end == self.leaves.len());
-                if matched { vec![Edit::deletion(self.line.clone())] } else { Vec::new() }
+                let matched =
+                    whole && self.matches_at(&template.before, 0).iter().any(|m| m.span.end == self.leaves.len());
+                if matched {
+                    vec![Edit::deletion(self.line.clone())]
+                } else {
+                    Vec::new()
+                }
             }
             TemplateKind::Expression | TemplateKind::Statement => self.rewrites(template, scope),
         }
@@ -179,7 +188,11 @@ impl<'p> LineView<'p> {
                 .map(|n| {
                     let at = template.after.iter().position(|p| *p == Piece::Name(*n)).unwrap_or(0);
                     let attribute_object = template.after.get(at + 1).is_some_and(|p| *p == Piece::Text(".".into()));
-                    if attribute_object { scope.all.as_slice() } else { scope.function.as_slice() }
+                    if attribute_object {
+                        scope.all.as_slice()
+                    } else {
+                        scope.function.as_slice()
+                    }
                 })
                 .collect();
             name_choices(&candidates)
@@ -216,7 +229,9 @@ impl<'p> LineView<'p> {
             Some(piece) => Some(piece.to_string()),
             None => self.text_at(matched.end).map(String::from),
         };
-        let opens = |t: &str| matches!(t, "(" | "[" | "{" | "," | "=" | ":" | "return" | "yield" | "if" | "elif" | "while" | "assert");
+        let opens = |t: &str| {
+            matches!(t, "(" | "[" | "{" | "," | "=" | ":" | "return" | "yield" | "if" | "elif" | "while" | "assert")
+        };
         left.as_deref().is_none_or(opens) && right.as_deref().is_none_or(|t| matches!(t, ")" | "]" | "}" | "," | ":"))
     }
 
@@ -249,14 +264,22 @@ impl<'p> LineView<'p> {
 
     /// Match `pattern` from token `at` with the holes `bound` so far; call `found` with the end
     /// and the bindings of each complete match.
-    fn match_from(&self, pattern: &[Piece], at: usize, bound: &mut Vec<(Piece, Range<usize>)>, found: &mut impl FnMut(usize, &[(Piece, Range<usize>)])) {
+    fn match_from(
+        &self,
+        pattern: &[Piece],
+        at: usize,
+        bound: &mut Vec<(Piece, Range<usize>)>,
+        found: &mut impl FnMut(usize, &[(Piece, Range<usize>)]),
+    ) {
         let Some((piece, rest)) = pattern.split_first() else { return found(at, bound) };
         let leaf = self.leaves.get(at);
         let ends: Vec<usize> = match piece {
             Piece::Text(text) => (self.text_at(at) == Some(text.as_str())).then_some(at + 1).into_iter().collect(),
             Piece::Name(_) => leaf.filter(|l| l.kind == LeafKind::Name).map(|_| at + 1).into_iter().collect(),
             Piece::Str(_) => leaf.filter(|l| l.kind == LeafKind::Str).map(|_| at + 1).into_iter().collect(),
-            Piece::Expr(_) => self.expr_ends.get(at).map(|e| e.iter().map(|(end, _)| *end).collect()).unwrap_or_default(),
+            Piece::Expr(_) => {
+                self.expr_ends.get(at).map(|e| e.iter().map(|(end, _)| *end).collect()).unwrap_or_default()
+            }
         };
         for end in ends {
             if !piece.is_hole() {
@@ -286,14 +309,29 @@ impl<'p> LineView<'p> {
 fn is_not_a_value(parent: &str, field: Option<&str>) -> bool {
     matches!(
         (parent, field),
-        ("function_definition" | "class_definition" | "keyword_argument" | "default_parameter" | "typed_default_parameter", Some("name"))
-            | ("attribute", Some("attribute"))
+        (
+            "function_definition"
+                | "class_definition"
+                | "keyword_argument"
+                | "default_parameter"
+                | "typed_default_parameter",
+            Some("name")
+        ) | ("attribute", Some("attribute"))
             | ("assignment" | "augmented_assignment" | "for_statement" | "for_in_clause", Some("left"))
             | ("typed_parameter", None)
             | (
-                "parameters" | "lambda_parameters" | "list_splat_pattern" | "dictionary_splat_pattern" | "pattern_list"
-                    | "tuple_pattern" | "list_pattern" | "global_statement" | "nonlocal_statement" | "dotted_name"
-                    | "aliased_import" | "as_pattern_target",
+                "parameters"
+                    | "lambda_parameters"
+                    | "list_splat_pattern"
+                    | "dictionary_splat_pattern"
+                    | "pattern_list"
+                    | "tuple_pattern"
+                    | "list_pattern"
+                    | "global_statement"
+                    | "nonlocal_statement"
+                    | "dotted_name"
+                    | "aliased_import"
+                    | "as_pattern_target",
                 _
             )
     )
@@ -328,7 +366,9 @@ fn has_operator(pattern: &[Piece]) -> bool {
             _ => {}
         }
         let word = text.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '"' || c == '\'');
-        depth == 0 && !matches!(text.as_str(), "." | "(" | "[" | "{" | ")" | "]" | "}") && (!word || is_operator_word(text))
+        depth == 0
+            && !matches!(text.as_str(), "." | "(" | "[" | "{" | ")" | "]" | "}")
+            && (!word || is_operator_word(text))
     })
 }
 

@@ -26,8 +26,13 @@ pub fn extract(before: &str, after: &str) -> Vec<Template> {
     let hunk = LineHunk::of(before, after);
     match (hunk.removed, hunk.added) {
         (1, 1) => rewrites(before, after, hunk.prefix),
-        (0, 1) => Side::new(after).and_then(|s| s.statement(hunk.prefix, TemplateKind::InsertStatement)).into_iter().collect(),
-        (1, 0) => Side::new(before).and_then(|s| s.statement(hunk.prefix, TemplateKind::DeleteStatement)).into_iter().collect(),
+        (0, 1) => {
+            Side::new(after).and_then(|s| s.statement(hunk.prefix, TemplateKind::InsertStatement)).into_iter().collect()
+        }
+        (1, 0) => Side::new(before)
+            .and_then(|s| s.statement(hunk.prefix, TemplateKind::DeleteStatement))
+            .into_iter()
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -59,10 +64,14 @@ impl Side {
         let tokens = if tokens.is_empty() { self.neighbours(tokens.start, row)? } else { tokens };
         let (start, end) = (self.leaves[tokens.start].range.start, self.leaves[tokens.end - 1].range.end);
         let mut node = self.parsed.root().named_descendant_for_byte_range(start, end)?;
-        while is_fragment(node.kind()) || (self.span(node).len() == 1 && self.leaves[self.span(node).start].kind == LeafKind::Fixed) {
+        while is_fragment(node.kind())
+            || (self.span(node).len() == 1 && self.leaves[self.span(node).start].kind == LeafKind::Fixed)
+        {
             node = node.parent()?;
         }
-        if let Some(statement) = node.parent().filter(|p| p.kind() == "expression_statement" && p.byte_range() == node.byte_range()) {
+        if let Some(statement) =
+            node.parent().filter(|p| p.kind() == "expression_statement" && p.byte_range() == node.byte_range())
+        {
             node = statement;
         }
         (node.start_position().row == row && node.end_position().row == row).then_some(node)
@@ -107,7 +116,8 @@ impl Side {
             return None;
         }
         let pieces = Holes::default().pieces(self, first..last + 1, &[], kind == TemplateKind::DeleteStatement);
-        let (before, after) = if kind == TemplateKind::DeleteStatement { (pieces, Vec::new()) } else { (Vec::new(), pieces) };
+        let (before, after) =
+            if kind == TemplateKind::DeleteStatement { (pieces, Vec::new()) } else { (Vec::new(), pieces) };
         Template { kind, before, after }.checked()
     }
 }
@@ -123,7 +133,10 @@ fn rewrites(before: &str, after: &str, row: usize) -> Vec<Template> {
         return Vec::new();
     }
     let Some((rb, ra)) = aligned_nodes(&b, &a, prefix, suffix, row) else { return Vec::new() };
-    if is_simple_statement(rb.kind()) != is_simple_statement(ra.kind()) || b.in_annotation_or_import(prefix) || a.in_annotation_or_import(prefix) {
+    if is_simple_statement(rb.kind()) != is_simple_statement(ra.kind())
+        || b.in_annotation_or_import(prefix)
+        || a.in_annotation_or_import(prefix)
+    {
         return Vec::new();
     }
     let kind = if is_simple_statement(rb.kind()) { TemplateKind::Statement } else { TemplateKind::Expression };
@@ -158,11 +171,23 @@ fn changed_tokens(b: &Side, a: &Side, prefix: usize, suffix: usize) -> usize {
 
 /// Covering nodes of the change on both sides that also cover the same unchanged tokens on
 /// each side, so that one pattern can stand for the other.
-fn aligned_nodes<'b, 'a>(b: &'b Side, a: &'a Side, prefix: usize, suffix: usize, row: usize) -> Option<(Node<'b>, Node<'a>)> {
+fn aligned_nodes<'b, 'a>(
+    b: &'b Side,
+    a: &'a Side,
+    prefix: usize,
+    suffix: usize,
+    row: usize,
+) -> Option<(Node<'b>, Node<'a>)> {
     let (nb, na) = (b.leaves.len(), a.leaves.len());
     let (mut lo, mut tail) = (prefix, suffix);
     // A pure insertion (or deletion) is placed by the node that holds it on the other side.
-    let other = if prefix == nb - suffix { Some((a, na)) } else if prefix == na - suffix { Some((b, nb)) } else { None };
+    let other = if prefix == nb - suffix {
+        Some((a, na))
+    } else if prefix == na - suffix {
+        Some((b, nb))
+    } else {
+        None
+    };
     if let Some((side, n)) = other {
         let span = side.span(side.covering(prefix..n - suffix, row)?);
         (lo, tail) = (span.start, n - span.end);
@@ -254,7 +279,9 @@ impl Holes {
             out.push(match side.leaves[i].kind {
                 LeafKind::Name => Piece::Name(next_index(&mut self.names, text.to_string())),
                 LeafKind::Str if buggy => Piece::Str(next_index(&mut self.strings, text.to_string())),
-                LeafKind::Str => self.strings.get(text).map_or_else(|| Piece::Text(text.to_string()), |&s| Piece::Str(s)),
+                LeafKind::Str => {
+                    self.strings.get(text).map_or_else(|| Piece::Text(text.to_string()), |&s| Piece::Str(s))
+                }
                 LeafKind::Fixed => Piece::Text(text.to_string()),
             });
             i += 1;
@@ -272,7 +299,8 @@ impl Template {
     /// `self` if it is small, changes more than hole names, and every hole it needs can be bound.
     fn checked(self) -> Option<Template> {
         let concrete = |p: &[Piece]| p.iter().filter(|x| !x.is_hole()).cloned().collect::<Vec<_>>();
-        let max_new = if self.kind == TemplateKind::InsertStatement { MAX_NEW_NAMES_INSERT } else { MAX_NEW_NAMES_REWRITE };
+        let max_new =
+            if self.kind == TemplateKind::InsertStatement { MAX_NEW_NAMES_INSERT } else { MAX_NEW_NAMES_REWRITE };
         let only_holes = !self.before.is_empty() && self.before.iter().all(Piece::is_hole);
         let ok = self.before.len() <= MAX_PATTERN_TOKENS
             && self.after.len() <= MAX_PATTERN_TOKENS
@@ -289,6 +317,8 @@ impl Template {
     /// that names in scope could not stand for).
     fn calls_a_new_name(&self) -> bool {
         let new = self.new_names();
-        self.after.windows(2).any(|w| matches!((&w[0], &w[1]), (Piece::Name(n), Piece::Text(t)) if t == "(" && new.contains(n)))
+        self.after
+            .windows(2)
+            .any(|w| matches!((&w[0], &w[1]), (Piece::Name(n), Piece::Text(t)) if t == "(" && new.contains(n)))
     }
 }

@@ -74,13 +74,19 @@ fn cluster(rows: &[RowTemplates], config: &LearnConfig) -> TemplatesFile {
     for row in rows {
         *commit_rows.entry((&row.repo, &row.commit)).or_default() += 1;
     }
-    let kept: Vec<&RowTemplates> =
-        rows.iter().filter(|r| r.kept && commit_rows[&(r.repo.as_str(), r.commit.as_str())] <= config.max_commit_rows).collect();
+    let kept: Vec<&RowTemplates> = rows
+        .iter()
+        .filter(|r| r.kept && commit_rows[&(r.repo.as_str(), r.commit.as_str())] <= config.max_commit_rows)
+        .collect();
     let mut support: HashMap<&Template, Support<'_>> = HashMap::new();
     for row in &kept {
         let commit = (row.repo.as_str(), row.commit.as_str());
         for template in &row.templates {
-            let entry = support.entry(template).or_insert_with(|| Support { commits: HashSet::new(), repos: HashSet::new(), example: commit });
+            let entry = support.entry(template).or_insert_with(|| Support {
+                commits: HashSet::new(),
+                repos: HashSet::new(),
+                example: commit,
+            });
             entry.commits.insert(commit);
             entry.repos.insert(&row.repo);
         }
@@ -88,7 +94,9 @@ fn cluster(rows: &[RowTemplates], config: &LearnConfig) -> TemplatesFile {
     let found = support.len();
     let mut ranked: Vec<(&Template, Support<'_>)> =
         support.into_iter().filter(|(_, s)| s.commits.len() >= config.min_support as usize).collect();
-    ranked.sort_by(|(ta, a), (tb, b)| (b.commits.len(), b.repos.len()).cmp(&(a.commits.len(), a.repos.len())).then_with(|| ta.cmp(tb)));
+    ranked.sort_by(|(ta, a), (tb, b)| {
+        (b.commits.len(), b.repos.len()).cmp(&(a.commits.len(), a.repos.len())).then_with(|| ta.cmp(tb))
+    });
     ranked.truncate(config.max_templates);
     TemplatesFile {
         format_version: TEMPLATES_FORMAT_VERSION,

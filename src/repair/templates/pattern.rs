@@ -21,9 +21,7 @@ impl Piece {
     #[must_use]
     pub fn parse(text: &str) -> Piece {
         let hole = |kind: char| {
-            text.strip_prefix('$')
-                .and_then(|rest| rest.strip_prefix(kind))
-                .and_then(|n| n.parse::<u8>().ok())
+            text.strip_prefix('$').and_then(|rest| rest.strip_prefix(kind)).and_then(|n| n.parse::<u8>().ok())
         };
         if let Some(i) = hole('N') {
             Piece::Name(i)
@@ -166,9 +164,37 @@ fn ends_value(token: &str) -> bool {
 fn is_keyword(token: &str) -> bool {
     matches!(
         token,
-        "and" | "as" | "assert" | "async" | "await" | "break" | "class" | "continue" | "def" | "del" | "elif"
-            | "else" | "except" | "finally" | "for" | "from" | "global" | "if" | "import" | "in" | "is"
-            | "lambda" | "nonlocal" | "not" | "or" | "pass" | "raise" | "return" | "try" | "while" | "with"
+        "and"
+            | "as"
+            | "assert"
+            | "async"
+            | "await"
+            | "break"
+            | "class"
+            | "continue"
+            | "def"
+            | "del"
+            | "elif"
+            | "else"
+            | "except"
+            | "finally"
+            | "for"
+            | "from"
+            | "global"
+            | "if"
+            | "import"
+            | "in"
+            | "is"
+            | "lambda"
+            | "nonlocal"
+            | "not"
+            | "or"
+            | "pass"
+            | "raise"
+            | "return"
+            | "try"
+            | "while"
+            | "with"
             | "yield"
     )
 }
