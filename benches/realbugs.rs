@@ -12,6 +12,7 @@
 //! (comma-separated substrings of bug ids), `BENCH_FIX_ARGS` (extra `fix` arguments, split on
 //! whitespace), `REALBUGS_PYTHON` (default `python3`, for the scripts), `DEEPDEBUG` (another
 //! binary to run instead of this build's).
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,6 +8,7 @@
 //! bug (default 60), `BENCH_JOBS` validation workers (default: number of CPUs),
 //! `BENCH_RANK=none` (the SmolLM2 ranking is on, as in `fix --rank auto`, when the model is
 //! installed), `BENCH_LEGACY=1` also runs the QuixBugs-layout fixtures and `datasets/bugs/`.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 #[path = "repair/suite.rs"]
 mod suite;

@@ -1,4 +1,5 @@
 //! Benchmark: candidates validated per second by the fork-server engine vs. one pytest process per run (also in Docker).
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};

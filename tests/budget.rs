@@ -1,5 +1,6 @@
 //! `fix --timeout` is a promise: on a 3,000-line module the search starts at once, uses the
 //! budget, and the run ends within it; a suite slower than the budget is a clear error.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::project;

@@ -1,4 +1,5 @@
 //! Integration tests for the neural-debugger subcommands, run through the real binary.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::cli::{run, stdout_ok};

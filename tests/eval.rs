@@ -1,4 +1,5 @@
 //! Integration tests of `deepdebug eval quixbugs` on the fixture set in `quixbugs/fixtures/`.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
 //! Integration tests of `deepdebug fix` on fixture projects created in temp dirs.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::project;

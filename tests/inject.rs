@@ -1,4 +1,5 @@
 //! Integration tests of `deepdebug inject` on fixture repositories created in temp dirs.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::project;

@@ -3,6 +3,7 @@
 //!
 //! `cargo test --test localize -- --ignored --nocapture` prints the top-1/top-5 function hit
 //! rates over all of them (see docs/localization.md for the measured numbers).
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use deepdebug::localize::{localize, Localization};
 use deepdebug::project::{copy_tree, Project};

@@ -1,4 +1,5 @@
 //! Integration tests for `deepdebug mine` on real git repositories built with the git CLI.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use deepdebug::mine::{mine, Checkpoint, MineConfig, MineError, MineReport, PairRow, RepoOutcome, Shard};
 use std::path::{Path, PathBuf};

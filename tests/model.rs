@@ -1,5 +1,6 @@
 //! Integration tests of the seq2seq model: tokenizer, training, checkpoints, sampling,
 //! skeletons on the command line, and `fix --model`.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use candle_core::Device;
 use deepdebug::model::data::{focal_source, Example};

@@ -1,5 +1,6 @@
 //! The trained neural debugger end to end on the CPU: `trace-dataset`, `train --task next-state`,
 //! `NeuralPredictor`, and the neural predictor and backend of the eval and debug commands.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::cli::{fails_with, run, stdout_ok};

@@ -1,6 +1,7 @@
 //! Environment robustness and hostile suites (issue 18, item 5): `fix` on the fixture projects
 //! of `tests/fixtures/env` (pytest configuration, layouts, conftests, venvs, slow imports) and
 //! `tests/fixtures/hostile` (fork bomb, memory hog, huge output, escaping writes, network).
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 

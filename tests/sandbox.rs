@@ -1,4 +1,5 @@
 //! Integration tests of the sandboxes: the real Docker engine (image built by `.ci/run`) and bubblewrap.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::project;

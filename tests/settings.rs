@@ -1,4 +1,5 @@
 //! `[tool.deepdebug]` and `deepdebug.toml`: precedence under flags, errors, `--show-settings`, `exclude`.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 

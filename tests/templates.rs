@@ -1,4 +1,5 @@
 //! `deepdebug templates`: fix templates learned from a JSONL of mined pairs.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 

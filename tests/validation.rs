@@ -1,5 +1,6 @@
 //! The validation engine: CPU-time limits seen through `deepdebug fix` (busy loops rejected
 //! quickly, a correct patch that does more work kept), and the lab's pool of fork servers.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
 use common::cli::run;
