@@ -144,6 +144,25 @@ fn swapped_arguments_are_fixed() {
 }
 
 #[test]
+fn a_call_missing_an_argument_is_given_it_from_the_callers_scope() {
+    // `render() missing 1 required positional argument: 'fill'`: `width` was left out, so the
+    // signature says the second argument stands for `width`, which the caller has.
+    assert_fixed(
+        &[
+            (
+                "banner.py",
+                "def render(title, width, fill):\n    return title.center(width, fill)\n\n\ndef banner(title, width=20):\n    return render(title, '*')\n",
+            ),
+            (
+                "test_banner.py",
+                "from banner import banner, render\n\ndef test_render():\n    assert render('a', 3, '-') == '-a-'\n\ndef test_banner():\n    assert banner('hi', 6) == '**hi**'\n",
+            ),
+        ],
+        "+    return render(title, width, '*')",
+    );
+}
+
+#[test]
 fn variable_misuse_is_fixed() {
     assert_fixed(
         &[

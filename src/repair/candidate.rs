@@ -199,7 +199,9 @@ pub fn operator_proposals(
     susp: &crate::localize::SuspiciousLine,
     priors: &Priors,
 ) -> Vec<Proposal> {
-    mutations_at_line_in(&file.parsed, scope, susp.line)
+    let mut mutations = mutations_at_line_in(&file.parsed, scope, susp.line);
+    mutations.extend(call_argument_fixes(file, susp));
+    mutations
         .into_iter()
         .map(|mutation| {
             let steer = susp.crash.as_ref().map_or(1.0, |crash| crash_steer(crash, &mutation, file.parsed.text()));
@@ -212,6 +214,20 @@ pub fn operator_proposals(
             }
         })
         .collect()
+}
+
+/// Edits of the arguments of the call that raised a signature `TypeError` at this line.
+fn call_argument_fixes(
+    file: &crate::project::SourceFile,
+    susp: &crate::localize::SuspiciousLine,
+) -> Vec<super::operators::Mutation> {
+    use crate::localize::CrashKind;
+    let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::TypeError && c.raised_here) else {
+        return Vec::new();
+    };
+    super::signature::CallError::parse(&crash.message)
+        .map(|error| super::signature::call_fixes(&file.parsed, susp.line, &error))
+        .unwrap_or_default()
 }
 
 /// Boost for an operator that answers the exception a failing test raised at this line: a
@@ -238,7 +254,11 @@ fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Muta
         }
         K::TypeError => matches!(
             mutation.operator,
-            Operator::ArgumentSwap | Operator::WrapExpression | Operator::UnwrapCall | Operator::ReturnValue
+            Operator::ArgumentSwap
+                | Operator::WrapExpression
+                | Operator::UnwrapCall
+                | Operator::ReturnValue
+                | Operator::CallArguments
         ),
         K::ZeroDivisionError => matches!(mutation.operator, Operator::ConditionChange | Operator::ExpressionOffByOne),
         K::ValueError | K::Other => false,

@@ -9,5 +9,6 @@ pub mod pairs;
 pub mod priors;
 pub mod rank;
 pub mod search;
+pub mod signature;
 pub mod sources;
 pub mod templates;

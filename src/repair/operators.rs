@@ -39,6 +39,9 @@ pub enum Operator {
     UnwrapCall,
     /// `obj.a` → `obj.b` for another attribute used in the file.
     AttributeMisuse,
+    /// A call's arguments made to fit its signature (missing one passed, surplus one
+    /// removed, unknown keyword renamed), directed by the `TypeError` the call raised.
+    CallArguments,
     /// Insert a statement copied from the same function (possibly with one name replaced).
     InsertStatement,
     /// Delete a statement.
@@ -70,6 +73,7 @@ impl Operator {
             Operator::WrapExpression => 0.35,
             Operator::UnwrapCall => 0.35,
             Operator::AttributeMisuse => 0.4,
+            Operator::CallArguments => 0.5,
             Operator::InsertStatement => 0.3,
             Operator::DeleteStatement => 0.3,
             Operator::ReturnValue => 0.45,
@@ -79,7 +83,7 @@ impl Operator {
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 20] = [
+    pub const ALL: [Operator; 21] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -95,6 +99,7 @@ impl Operator {
         Operator::WrapExpression,
         Operator::UnwrapCall,
         Operator::AttributeMisuse,
+        Operator::CallArguments,
         Operator::InsertStatement,
         Operator::DeleteStatement,
         Operator::ReturnValue,
@@ -120,6 +125,7 @@ impl Operator {
             Operator::WrapExpression => "wrap-expression",
             Operator::UnwrapCall => "unwrap-call",
             Operator::AttributeMisuse => "attribute-misuse",
+            Operator::CallArguments => "call-arguments",
             Operator::InsertStatement => "insert-statement",
             Operator::DeleteStatement => "delete-statement",
             Operator::ReturnValue => "return-value",
@@ -919,7 +925,7 @@ fn all_identifiers(parsed: &Parsed, node: Node<'_>, names: &mut BTreeSet<String>
 }
 
 /// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
