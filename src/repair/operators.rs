@@ -553,13 +553,22 @@ impl Generator<'_> {
         self.push(Operator::YieldFrom, node, replacement);
     }
 
+    /// A call replaced by one of its arguments: `len(x)` → `x`, and for a plain function of
+    /// at most three positional arguments each of them (`max(x, 0)` → `x`).
     fn unwrap_call(&mut self, node: Node<'_>) {
         let Some(args) = node.child_by_field_name("arguments") else { return };
-        if args.kind() != "argument_list" || args.named_child_count() != 1 {
+        if args.kind() != "argument_list" {
             return;
         }
-        if let Some(arg) = args.named_child(0).filter(|a| a.kind() != "keyword_argument") {
-            self.push(Operator::UnwrapCall, node, self.text(arg).to_string());
+        let mut cursor = args.walk();
+        let all: Vec<Node<'_>> = args.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+        let plain = |a: &Node<'_>| !matches!(a.kind(), "keyword_argument" | "list_splat" | "dictionary_splat");
+        let simple_callee = node.child_by_field_name("function").is_some_and(|f| f.kind() == "identifier");
+        let several = simple_callee && (2..=3).contains(&all.len()) && all.iter().all(plain);
+        if (all.len() == 1 && plain(&all[0])) || several {
+            for arg in all {
+                self.push(Operator::UnwrapCall, node, self.text(arg).to_string());
+            }
         }
     }
 
@@ -1616,6 +1625,12 @@ mod catalogue_tests {
         assert!(wrapped.iter().any(|p| p.contains("return str(half(a - b))")), "{wrapped:#?}");
         let unwrapped = patched(src, 5, Operator::UnwrapCall);
         assert!(unwrapped.iter().any(|p| p.contains("    return a - b\n")), "{unwrapped:#?}");
+        // A plain function of a few arguments gives way to each; methods and keywords do not.
+        let src = "def f(table, key, log):\n    x = max(table, 0)[key]\n    log.write(key, table)\n    return round(x, ndigits=2)\n";
+        let unwrapped = patched(src, 2, Operator::UnwrapCall);
+        assert!(unwrapped.iter().any(|p| p.contains("    x = table[key]\n")), "{unwrapped:#?}");
+        assert!(unwrapped.iter().any(|p| p.contains("    x = 0[key]\n")), "{unwrapped:#?}");
+        assert!(patched(src, 3, Operator::UnwrapCall).is_empty() && patched(src, 4, Operator::UnwrapCall).is_empty());
     }
 
     #[test]
