@@ -19,3 +19,4 @@ pub mod sandbox;
 pub mod settings;
 pub mod shard;
 pub mod skeleton;
+pub mod text;

@@ -134,7 +134,7 @@ fn format_collect_errors(errors: &[CollectError]) -> String {
     errors
         .iter()
         .map(|e| {
-            let last = e.message.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            let last = crate::text::last_line(&e.message);
             format!("  {}: {last}", if e.nodeid.is_empty() { "<session>" } else { &e.nodeid })
         })
         .collect::<Vec<_>>()
@@ -142,7 +142,7 @@ fn format_collect_errors(errors: &[CollectError]) -> String {
 }
 
 fn tail_hint(tail: &str) -> String {
-    let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let last = crate::text::last_line(tail);
     if last.is_empty() {
         String::new()
     } else {

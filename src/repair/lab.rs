@@ -789,5 +789,5 @@ fn fallback(pytest: &Pytest) -> &'static str {
 const CPU_TIMEOUT: &str = "DeepdebugCpuTimeout";
 
 fn last_line(text: &str) -> String {
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+    crate::text::last_line(text).to_string()
 }

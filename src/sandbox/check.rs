@@ -205,7 +205,7 @@ pub fn self_test(sandbox: &Sandbox, python: &Path) -> Result<Vec<Check>, Sandbox
 
 fn first_line(out: &Output) -> String {
     let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().chars().take(200).collect()
+    crate::text::last_line(text).chars().take(200).collect()
 }
 
 /// Host processes whose command line contains `token` (what a killed sandbox left running).
