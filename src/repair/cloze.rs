@@ -468,6 +468,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_paused_worker_waits_at_its_next_step_until_resumed_or_stopped() {
+        let (tx, _rx) = mpsc::channel();
+        let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(true)));
+        let worker = Worker {
+            tx,
+            stop: Arc::clone(&stop),
+            paused: Arc::clone(&paused),
+            stats: Arc::new(Mutex::new(ClozeStats::default())),
+            options: ClozeOptions::new(std::path::PathBuf::from("unused.gguf")),
+            started: Instant::now(),
+        };
+        let resume = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            paused.store(false, Ordering::SeqCst);
+        });
+        let start = Instant::now();
+        assert!(!worker.stopped(), "resumed, not stopped");
+        assert!(start.elapsed() >= std::time::Duration::from_millis(150));
+        resume.join().unwrap();
+        worker.paused.store(true, Ordering::SeqCst);
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            stop.store(true, Ordering::SeqCst);
+        });
+        assert!(worker.stopped(), "a stop ends the pause");
+        stopper.join().unwrap();
+    }
+
+    #[test]
     fn cuts_fall_after_the_statement_head_the_last_call_paren_and_the_last_dot() {
         let line = "    total = sum(x.price for x in items)";
         let cuts: Vec<&str> = cuts(line).into_iter().map(|c| &line[c..]).collect();
