@@ -290,12 +290,12 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             );
             bar.set_message("");
         }
-        FixEvent::Validated { outcome_name, .. } => {
+        FixEvent::Validated { outcome, .. } => {
             bar.inc(1);
             let left = search_deadline
                 .get()
                 .map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64());
-            if outcome_name == "plausible" {
+            if outcome == deepdebug::repair::lab::OutcomeKind::Plausible {
                 bar.set_message("found a plausible patch, confirming");
             } else {
                 bar.set_message(format!("{left:.0}s left"));

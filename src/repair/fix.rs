@@ -236,7 +236,7 @@ pub enum FixEvent {
     },
     Validated {
         candidate_id: CandidateId,
-        outcome_name: &'static str,
+        outcome: lab::OutcomeKind,
     },
     /// Plausible candidates are being scored by the language model.
     Ranking {
@@ -640,9 +640,9 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     fn round(&mut self, config: &LabConfig<'_>, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<usize, FixError> {
         let (notes, first) = (&self.notes, &self.first_validated);
         let forward = |event: LabEvent| match event {
-            LabEvent::Validated { candidate_id, outcome_name } => {
+            LabEvent::Validated { candidate_id, outcome } => {
                 first.get_or_init(Instant::now);
-                on_event(FixEvent::Validated { candidate_id, outcome_name });
+                on_event(FixEvent::Validated { candidate_id, outcome });
             }
             LabEvent::Note(note) => push_note(notes, note),
         };

@@ -46,13 +46,45 @@ impl CandidateOutcome {
 
     #[must_use]
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The outcome without its details.
+    #[must_use]
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            CandidateOutcome::Plausible => "plausible",
-            CandidateOutcome::StillFailing { .. } => "still-failing",
-            CandidateOutcome::Regression { .. } => "regression",
-            CandidateOutcome::Timeout => "timeout",
-            CandidateOutcome::Unviable { .. } => "unviable",
-            CandidateOutcome::Unconfirmed { .. } => "unconfirmed",
+            CandidateOutcome::Plausible => OutcomeKind::Plausible,
+            CandidateOutcome::StillFailing { .. } => OutcomeKind::StillFailing,
+            CandidateOutcome::Regression { .. } => OutcomeKind::Regression,
+            CandidateOutcome::Timeout => OutcomeKind::Timeout,
+            CandidateOutcome::Unviable { .. } => OutcomeKind::Unviable,
+            CandidateOutcome::Unconfirmed { .. } => OutcomeKind::Unconfirmed,
+        }
+    }
+}
+
+/// Which [`CandidateOutcome`] a validation had, for events and counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutcomeKind {
+    Plausible,
+    StillFailing,
+    Regression,
+    Timeout,
+    Unviable,
+    Unconfirmed,
+}
+
+impl OutcomeKind {
+    /// The name reports use (`"still-failing"`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            OutcomeKind::Plausible => "plausible",
+            OutcomeKind::StillFailing => "still-failing",
+            OutcomeKind::Regression => "regression",
+            OutcomeKind::Timeout => "timeout",
+            OutcomeKind::Unviable => "unviable",
+            OutcomeKind::Unconfirmed => "unconfirmed",
         }
     }
 }
@@ -119,7 +151,7 @@ pub enum EngineChoice {
 pub enum LabEvent {
     Validated {
         candidate_id: CandidateId,
-        outcome_name: &'static str,
+        outcome: OutcomeKind,
     },
     /// Something the user should know about how validation ran (e.g. a fallback).
     Note(String),
@@ -441,7 +473,7 @@ impl Shared<'_> {
             self.stop.store(true, Ordering::SeqCst);
         }
         if !(lenient && cpu_limited) {
-            on_event(LabEvent::Validated { candidate_id: candidate.id, outcome_name: validated.outcome.name() });
+            on_event(LabEvent::Validated { candidate_id: candidate.id, outcome: validated.outcome.kind() });
         }
         self.feed.record(&validated);
         let mut results = self.results.lock().expect("results lock");
