@@ -1,21 +1,15 @@
 //! Integration tests of `deepdebug eval quixbugs` on the fixture set in `quixbugs/fixtures/`.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod common;
+
+use common::snapshot;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("quixbugs/fixtures")
-}
-
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().strip_prefix(root).unwrap().to_path_buf(), std::fs::read(e.path()).unwrap()))
-        .collect()
 }
 
 fn copy(src: &Path, dest: &Path) {

@@ -3,22 +3,13 @@
 
 mod common;
 use common::project;
+use common::snapshot;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn deepdebug() -> Command {
     Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-}
-
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
-        .collect()
 }
 
 fn fix(root: &Path, extra: &[&str]) -> Output {

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
+use common::snapshot;
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -36,19 +36,6 @@ fn copy_fixture(group: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
         }
     }
     (dir, root)
-}
-
-/// Every entry below `root` (directories and links too, so a stray `.pytest_cache` or
-/// `__pycache__` shows), with the content of files.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .map(Result::unwrap)
-        .map(|e| {
-            let content = e.file_type().is_file().then(|| std::fs::read(e.path()).unwrap());
-            (e.path().strip_prefix(root).unwrap().to_path_buf(), content)
-        })
-        .collect()
 }
 
 fn fix(root: &Path, env: &[(&str, String)], budget_s: u64) -> (Output, Duration) {
