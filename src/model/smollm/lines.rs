@@ -131,8 +131,8 @@ impl SmolLm {
 
     /// Sample `options.n` continuations of `prefix` together, each up to its first newline:
     /// every step is one forward of the unfinished rows on the shared cache (a finished row
-    /// leaves the batch). `stop` is asked
-    /// before each step (a search past its deadline ends the sampling early).
+    /// leaves the batch). `stop` is asked before each step (a search past its deadline ends
+    /// the sampling early).
     ///
     /// # Errors
     /// On tensor or tokenizer errors.
