@@ -1202,14 +1202,7 @@ fn field_of(parent: Node<'_>, child: Node<'_>) -> Option<String> {
 const MAX_ATTRIBUTE_ALTERNATIVES: usize = 16;
 
 fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == "class_definition" {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
+    enclosing(node, "class_definition")
 }
 
 /// Attribute names used on `receiver` (`self.name`) anywhere under `region`.
@@ -1229,9 +1222,14 @@ fn attributes_on(parsed: &Parsed, region: Node<'_>, receiver: &str) -> BTreeSet<
 }
 
 pub(crate) fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+    enclosing(node, "function_definition")
+}
+
+/// The nearest ancestor of `node` of this kind.
+fn enclosing<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     let mut current = node.parent();
     while let Some(n) = current {
-        if n.kind() == "function_definition" {
+        if n.kind() == kind {
             return Some(n);
         }
         current = n.parent();
