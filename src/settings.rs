@@ -118,18 +118,16 @@ pub enum SettingsError {
 /// A file that cannot be read, is not TOML, or has an unknown key or a value of the wrong type.
 pub fn load(root: &Path) -> Result<Vec<(Origin, FileSettings)>, SettingsError> {
     let mut out = Vec::new();
-    let pyproject = root.join("pyproject.toml");
-    if let Some(text) = read(&pyproject)? {
-        let origin = Origin::Pyproject(pyproject);
+    let origin = Origin::Pyproject(root.join("pyproject.toml"));
+    if let Some(text) = read(&origin)? {
         if let Some(settings) =
             from_pyproject(&text).map_err(|message| SettingsError::Invalid { origin: origin.clone(), message })?
         {
             out.push((origin, settings.rooted(root)));
         }
     }
-    let own = root.join("deepdebug.toml");
-    if let Some(text) = read(&own)? {
-        let origin = Origin::DeepdebugToml(own);
+    let origin = Origin::DeepdebugToml(root.join("deepdebug.toml"));
+    if let Some(text) = read(&origin)? {
         let settings: FileSettings = toml::from_str(&text)
             .map_err(|e| SettingsError::Invalid { origin: origin.clone(), message: message(&e, &text) })?;
         out.push((origin, settings.rooted(root)));
@@ -137,12 +135,13 @@ pub fn load(root: &Path) -> Result<Vec<(Origin, FileSettings)>, SettingsError> {
     Ok(out)
 }
 
-fn read(path: &Path) -> Result<Option<String>, SettingsError> {
+/// The text of a settings file (`origin` names it), `None` when there is none.
+fn read(origin: &Origin) -> Result<Option<String>, SettingsError> {
+    let (Origin::Pyproject(path) | Origin::DeepdebugToml(path)) = origin else { return Ok(None) };
     match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| SettingsError::Invalid {
-            origin: Origin::DeepdebugToml(path.to_path_buf()),
-            message: "not UTF-8".into(),
-        }),
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| SettingsError::Invalid { origin: origin.clone(), message: "not UTF-8".into() }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SettingsError::Read { path: path.to_path_buf(), source }),
     }
@@ -233,6 +232,14 @@ mod tests {
         assert!(err.contains("deepdebug.toml") && err.contains("invalid type"), "{err}");
         let err = load(project(&[("deepdebug.toml", "timeout = '60 parsecs'\n")]).path()).unwrap_err().to_string();
         assert!(err.contains("unknown duration unit"), "{err}");
+    }
+
+    #[test]
+    fn a_settings_file_that_is_not_utf8_is_named_in_the_error() {
+        let dir = project(&[]);
+        std::fs::write(dir.path().join("pyproject.toml"), b"[tool.deepdebug]\ntimeout = '\xff'\n").unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("pyproject.toml [tool.deepdebug]") && err.contains("not UTF-8"), "{err}");
     }
 
     #[test]
