@@ -1,4 +1,4 @@
-//! Benchmark: candidates validated per second by the fork-server engine vs. one pytest process per run (also in Docker).
+//! Benchmark: candidates validated per second by the batch and fork-server engines vs. one pytest process per run (also in Docker).
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use deepdebug::localize::localize;
@@ -44,6 +44,62 @@ fn make_project(dir: &Path, modules: usize, functions: usize) {
         std::fs::write(dir.join(format!("pkg/mod{m}.py")), src).unwrap();
         std::fs::write(dir.join(format!("tests/test_mod{m}.py")), tests).unwrap();
     }
+}
+
+/// A project whose tests leave state behind in module globals, a class attribute and a cache:
+/// an engine that ran several candidates in one process without noticing would judge later
+/// candidates differently.
+fn make_leaky_project(dir: &Path) {
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(dir.join("pkg/__init__.py"), "").unwrap();
+    let module = "import functools
+
+COUNTER = [0]
+SEEN = {}
+
+
+class Settings:
+    level = 0
+
+
+def bump(step):
+    if step > 1:
+        COUNTER[0] += step
+    return COUNTER[0]
+
+
+def remember(key, value):
+    SEEN[key] = value
+    Settings.level += 1
+    return len(SEEN)
+
+
+@functools.lru_cache(maxsize=None)
+def scaled(x):
+    return x * (Settings.level + 1)
+";
+    let tests = "from pkg.state import bump, remember, scaled, Settings
+
+
+def test_bump_one():
+    assert bump(1) == 1
+
+
+def test_bump_three():
+    assert bump(3) == 3
+
+
+def test_remember():
+    assert remember('k', bump(2)) == 1
+    assert Settings.level == 1
+
+
+def test_scaled():
+    assert scaled(2) == 2
+";
+    std::fs::write(dir.join("pkg/state.py"), module).unwrap();
+    std::fs::write(dir.join("tests/test_state.py"), tests).unwrap();
 }
 
 /// User + system CPU seconds of this process or of its reaped children.
@@ -182,18 +238,22 @@ fn main() {
     // repeats the candidates (fresh ids) to show the rate once start-up is amortized.
     let long_factor: usize = std::env::var("BENCH_LONG_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     println!(
-        "{:<8} {:>6} {:>14} {:>10} {:>8} {:>16} {:>12} {:>8} {:>14} {:>8}",
+        "{:<8} {:>6} {:>13} {:>8} {:>8} {:>9} {:>8} {:>8} {:>11} {:>8} {:>8} {:>12} {:>8}",
         "project",
         "tests",
         "subprocess/s",
         "fork/s",
         "1 job",
-        format!("subprocess {cores}j/s"),
-        format!("fork {cores}j/s"),
+        "batch/s",
+        "1 job",
+        format!("fork {cores}j"),
+        format!("batch {cores}j/s"),
         "default",
-        format!("{}x run/s", long_factor),
+        "fork long",
+        format!("batch long/s"),
         "long"
     );
+    let mut medium_long = None;
     for &&(name, modules, functions) in &sizes {
         let dir = tempfile::tempdir().unwrap();
         make_project(dir.path(), modules, functions);
@@ -209,10 +269,11 @@ fn main() {
         let measure =
             |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
         let slow = measure(EngineChoice::Subprocess, 1);
-        let fast = measure(EngineChoice::Fork, 1);
-        let slow_all = measure(EngineChoice::Subprocess, cores);
-        let fast_all = measure(EngineChoice::Fork, cores);
-        for other in [&fast, &slow_all, &fast_all] {
+        let fork = measure(EngineChoice::Fork, 1);
+        let batch = measure(EngineChoice::Batch, 1);
+        let fork_all = measure(EngineChoice::Fork, cores);
+        let batch_all = measure(EngineChoice::Batch, cores);
+        for other in [&fork, &batch, &fork_all, &batch_all] {
             assert_agree(name, &slow, other);
         }
         let repeated: Vec<Candidate> = (0..long_factor.max(1))
@@ -220,35 +281,73 @@ fn main() {
             .enumerate()
             .map(|(id, c)| Candidate { id: deepdebug::repair::candidate::CandidateId(id), ..c })
             .collect();
-        let long = self::measure(&pytest, &project, &baseline, &repeated, EngineChoice::Fork, cores);
+        let long = |engine| self::measure(&pytest, &project, &baseline, &repeated, engine, cores);
+        let (fork_long, batch_long) = (long(EngineChoice::Fork), long(EngineChoice::Batch));
+        assert_agree(&format!("{name}, repeated"), &fork_long, &batch_long);
+        let ratio = |m: &Measure| m.per_second / slow.per_second;
         println!(
-            "{name:<8} {:>6} {:>14.2} {:>10.2} {:>7.1}x {:>16.2} {:>12.2} {:>7.1}x {:>14.2} {:>7.1}x",
+            "{name:<8} {:>6} {:>13.2} {:>8.2} {:>7.1}x {:>9.2} {:>7.1}x {:>7.1}x {:>11.2} {:>7.1}x {:>8.1}x {:>12.2} {:>7.1}x",
             baseline.tests.len(),
             slow.per_second,
-            fast.per_second,
-            fast.per_second / slow.per_second,
-            slow_all.per_second,
-            fast_all.per_second,
-            fast_all.per_second / slow.per_second,
-            long.per_second,
-            long.per_second / slow.per_second,
+            fork.per_second,
+            ratio(&fork),
+            batch.per_second,
+            ratio(&batch),
+            ratio(&fork_all),
+            batch_all.per_second,
+            ratio(&batch_all),
+            ratio(&fork_long),
+            batch_long.per_second,
+            ratio(&batch_long),
         );
+        if name == "medium" {
+            medium_long = Some((repeated.len(), ratio(&batch_long)));
+        }
         let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
         for o in &slow.outcomes {
             *kinds.entry(o).or_default() += 1;
         }
         eprintln!("  {name}: {} candidates: {kinds:?}", slow.outcomes.len());
         eprintln!(
-            "  {name}: median per candidate {:.1} ms subprocess, {:.1} ms fork; same-parallelism ratio with {cores} jobs {:.1}x",
-            slow.median_ms,
-            fast.median_ms,
-            fast_all.per_second / slow_all.per_second
+            "  {name}: median per candidate {:.1} ms subprocess, {:.1} ms fork, {:.1} ms batch",
+            slow.median_ms, fork.median_ms, batch.median_ms
         );
     }
-    println!("default = fork engine on all {cores} cores (what `deepdebug fix` does) vs. the baseline");
+    println!("default = batch engine on all {cores} cores (what `deepdebug fix` does) vs. the baseline");
     println!(
         "long = the same on the candidates repeated {long_factor} times (start-up amortized as in a `fix` run) vs. the baseline, \
          whose rate does not depend on the count"
     );
+    leaky_row(&pytest, cores);
     docker_row(candidates_per_run);
+    if let Some((count, ratio)) = medium_long {
+        println!("validation speedup: {ratio:.1}x (batch engine, all cores, {count} candidates, medium project)");
+    }
 }
+
+/// The project whose tests leave state behind: the batch engine must judge every candidate
+/// as the fork-per-candidate engine does.
+fn leaky_row(pytest: &Pytest, cores: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    make_leaky_project(dir.path());
+    let project = Project::load(dir.path()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(project.root(), scratch.path()).unwrap();
+    let baseline =
+        pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
+    let localization = localize(&project, &baseline);
+    let (candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    let fork = measure(pytest, &project, &baseline, &candidates, EngineChoice::Fork, cores);
+    let batch = measure(pytest, &project, &baseline, &candidates, EngineChoice::Batch, cores);
+    assert_agree("the leaky project", &fork, &batch);
+    let plausible = batch.outcomes.iter().filter(|o| **o == "plausible").count();
+    println!(
+        "leaky project ({} tests that mutate globals, a class attribute and a cache): {} candidates, {plausible} plausible, \
+         batch and fork engines agree on every one ({:.2}/s batch, {:.2}/s fork)",
+        baseline.tests.len(),
+        candidates.len(),
+        batch.per_second,
+        fork.per_second
+    );
+}
+

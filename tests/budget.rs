@@ -24,8 +24,9 @@ fn fix(root: &std::path::Path, timeout_s: u64, extra: &[&str]) -> (Output, Durat
 }
 
 /// A module of about 3,300 lines: 190 similar helpers around `clamp_window`, whose last line
-/// keeps one item too few; `expected` is what the failing test wants.
-fn big_project(expected: &str) -> tempfile::TempDir {
+/// keeps one item too few; `expected` is what the failing test wants. With `slow`, the failing
+/// test sleeps half a second, so that no machine can validate every candidate within the budget.
+fn big_project(expected: &str, slow: bool) -> tempfile::TempDir {
     let mut module = String::from("\"\"\"A big module.\"\"\"\nimport math\n\n");
     for i in 0..190 {
         if i == 95 {
@@ -37,14 +38,17 @@ fn big_project(expected: &str) -> tempfile::TempDir {
             i % 5 + 1
         ));
     }
-    let mut tests = String::from("from pkg.big import *\n\n");
+    let mut tests = String::from("import time\nfrom pkg.big import *\n\n");
     for i in (0..190).step_by(3) {
         tests.push_str(&format!(
             "def test_helper_{i}():\n    assert helper_{i}([1, 2, 3, 9]) == helper_{i}([1, 2, 3, 9])\n\n"
         ));
     }
     tests.push_str("def test_window_inside():\n    assert clamp_window([1, 2, 3, 4, 5], 1, 2) == [2, 3]\n\n");
-    tests.push_str(&format!("def test_window_end():\n    assert clamp_window([1, 2, 3, 4, 5], 3, 5) == {expected}\n"));
+    let pause = if slow { "    time.sleep(0.5)\n" } else { "" };
+    tests.push_str(&format!(
+        "def test_window_end():\n{pause}    assert clamp_window([1, 2, 3, 4, 5], 3, 5) == {expected}\n"
+    ));
     project(&[("pkg/__init__.py", ""), ("pkg/big.py", &module), ("tests/test_big.py", &tests)])
 }
 
@@ -54,8 +58,11 @@ fn report(out: &Output) -> serde_json::Value {
 
 #[test]
 fn a_large_module_is_searched_at_once_for_the_whole_budget_and_the_run_ends_within_it() {
-    let dir = big_project("[4, 5, 'x']");
-    let (out, took) = fix(dir.path(), 20, &[]);
+    // Two workers at half a second or more per candidate validate at most about 70 of the
+    // several hundred candidates in 20 s, however fast the machine: the search must reach its
+    // deadline rather than run out of candidates.
+    let dir = big_project("[4, 5, 'x']", true);
+    let (out, took) = fix(dir.path(), 20, &["--jobs", "2"]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(took <= Duration::from_secs(20) + SLACK, "took {took:?} for --timeout 20s");
     let report = report(&out);
@@ -71,7 +78,7 @@ fn a_large_module_is_searched_at_once_for_the_whole_budget_and_the_run_ends_with
 
 #[test]
 fn a_bug_in_a_large_module_is_fixed() {
-    let dir = big_project("[4, 5]");
+    let dir = big_project("[4, 5]", false);
     let (out, _) = fix(dir.path(), 60, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let diff = report(&out)["patch"]["diff"].as_str().unwrap().to_string();

@@ -53,9 +53,11 @@ pub struct FixArgs {
     /// Per-test time limit during the baseline run.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     test_timeout: Duration,
-    /// Validation engine: `fork` (persistent pytest fork server, fast) or `subprocess`
-    /// (one pytest process per run).
-    #[arg(long, value_enum, default_value = "fork")]
+    /// Validation engine: `batch` (persistent pytest fork server whose children each validate
+    /// several hot-swapped candidates, checking for state left behind between them; fastest),
+    /// `fork` (the same server, one child per candidate) or `subprocess` (one pytest process
+    /// per run).
+    #[arg(long, value_enum, default_value = "batch")]
     engine: Engine,
     /// Operator priors: a priors.json (`deepdebug priors`) or a JSONL of mined fix pairs
     /// (`deepdebug mine` output) to learn them from.
@@ -197,6 +199,7 @@ impl RankArgs {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Engine {
+    Batch,
     Fork,
     Subprocess,
 }
@@ -250,6 +253,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
         engine: match args.engine {
+            Engine::Batch => EngineChoice::Batch,
             Engine::Fork => EngineChoice::Fork,
             Engine::Subprocess => EngineChoice::Subprocess,
         },

@@ -10,8 +10,14 @@ Request:  {"id": n, "report": path, "nodeids": [...] | null, "exit_first": bool,
            "deadline": s (0: none), "frames": bool (failure frames with locals; default true),
            "swap": {"file": rel, "functions": [[qualname, def_line], ...],
                     "source": [first_line, text] | null (the whole file)} | null}
-Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str}
-          {"kind": "started", "id": n, "pid": pid}
+Batch:    {"id": n, "batch": [request without "id", ...], "until": s (0: none)}: one child runs
+          the requests one after another on the warm path, restoring the swapped code after each
+          (see `run_batch`); a timeout, a crash or state left behind ends the child, and the rest
+          of the batch goes on in a fresh one.
+Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str, "batch": bool}
+          {"kind": "started", "id": n, "pid": pid}            (a batch: once per child)
+          {"kind": "item", "id": n, "index": i, "status": waitstatus, "timed_out": bool,
+           "ran": bool}                                        (a batch: once per request)
           {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
 
 The child for a request is forked before the request arrives (after the previous answer), so
@@ -22,14 +28,18 @@ deadline itself: at expiry the child's process group is killed (SIGKILL), and af
 its group is killed again to remove stray grandchildren.
 """
 import __future__
+import builtins
+import collections
 import json
 import marshal
+import operator
 import os
 import select
 import signal
 import sys
 import threading
 import time
+import types
 
 # Duplicated before fds 1 and 2 are pointed at /dev/null (the protocol fd may be fd 1).
 _PROTO = os.fdopen(os.dup(int(os.environ.get("DEEPDEBUG_PROTO_FD") or 3)), "w", buffering=1)
@@ -305,6 +315,8 @@ def fork_spare(session):
             if not data:  # the server is shutting down
                 os._exit(0)
             request = marshal.loads(data)
+            if "batch" in request:
+                run_batch(request, session, done_w)
             child(request, prepare(request, session), done_w)
         finally:
             os._exit(70)
@@ -365,6 +377,237 @@ def child(request, warm, done):
         finished(done)
 
 
+# --- Batches: several candidates in one child ------------------------------------------------
+#
+# A child that validates a batch hot-swaps each request's functions, runs its tests, puts the
+# original code back and checks that the tests left no state behind (a fingerprint of the
+# project's module globals, class attributes and the containers in them, `sys.modules`,
+# threads, cwd, environment and `sys.path`) before it takes the next request. It tells the
+# server about each request with one byte on its `done` pipe: `e` ran, `d` not run here (it
+# needs the patched file on disk or a cold session, or the batch's time is up), `s` ran and
+# left state behind (the child exits; the rest goes to a fresh child), `.` all done.
+
+
+class _TooBig(Exception):
+    """The project's module state is too large to fingerprint cheaply."""
+
+
+# Entries the watched containers may hold in all, and how deep the server looks for them.
+_WATCH_BUDGET = 20000
+_WATCH_DEPTH = 4
+# A fingerprint slower than this (seconds, in the server) turns batches off.
+_FINGERPRINT_SLOW = 0.002
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis))
+_SEQUENCES = (list, tuple, set, frozenset, collections.deque)
+
+
+class Watch:
+    """What the fingerprint compares, found once in the server: every dict (module globals,
+    class and instance attributes), sequence and set reachable from the project's modules
+    within `_WATCH_DEPTH` steps, the code of every function found, and the size of every
+    `functools` cache. Comparing the identities of the entries of each container catches a
+    rebinding, an insertion or a removal at any of these places; a container created later
+    hangs off a watched one, whose entries then change."""
+
+    def __init__(self):
+        self.mappings, self.sequences, self.functions, self.caches, self.buffers = [], [], [], [], []
+        self.seen = set()
+        self.budget = _WATCH_BUDGET
+
+    def add(self, value, depth):
+        if isinstance(value, _IMMUTABLE) or isinstance(value, types.ModuleType) or id(value) in self.seen:
+            return
+        self.seen.add(id(value))
+        if isinstance(value, (dict, types.MappingProxyType)):
+            self.take(len(value))
+            self.mappings.append(value)
+            children = value.values()
+        elif isinstance(value, _SEQUENCES):
+            self.take(len(value))
+            self.sequences.append(value)
+            children = value
+        elif isinstance(value, bytearray):
+            self.buffers.append(value)
+            return
+        elif isinstance(value, types.FunctionType):
+            self.functions.append(value)
+            children = (value.__dict__, value.__defaults__, value.__kwdefaults__)
+        elif isinstance(value, type):
+            children = (vars(value),) if value.__module__ in _PROJECT_NAMES else ()
+        elif type(value).__name__ == "_lru_cache_wrapper":  # functools.lru_cache / cache
+            self.caches.append(value)
+            children = (value.__wrapped__,)
+        elif type(value).__module__ in _PROJECT_NAMES and isinstance(getattr(value, "__dict__", None), dict):
+            children = (value.__dict__,)
+        else:
+            return
+        if depth < _WATCH_DEPTH:
+            for child in children:
+                self.add(child, depth + 1)
+
+    def take(self, entries):
+        self.budget -= entries + 1
+        if self.budget < 0:
+            raise _TooBig()
+
+    def fingerprint(self):
+        """The identities of everything watched, and the process-wide state a test can
+        change: cwd, `sys.path`, threads, the environment, the builtins."""
+        acc = [os.getcwd(), tuple(sys.path), threading.active_count(), tuple(os.environ.items())]
+        acc.extend(map(id, vars(builtins).values()))
+        for mapping in self.mappings:
+            acc.append(len(mapping))
+            acc.extend(map(id, mapping))
+            acc.extend(map(id, mapping.values()))
+        for sequence in self.sequences:
+            acc.append(len(sequence))
+            acc.extend(map(id, sequence))
+        acc.extend(map(id, map(_CODE, self.functions)))
+        acc.extend(cache.cache_info().currsize for cache in self.caches)
+        acc.extend(map(hash, map(bytes, self.buffers)))
+        return acc
+
+
+_CODE = operator.attrgetter("__code__")
+
+# Taken in the server before it forks (None: batches run one request per child).
+_WATCH = None
+_BASE = None
+_PROJECT_NAMES = frozenset()
+_BASE_MODULES = frozenset()
+
+
+def forget_warning_registries():
+    """Drop the warning registries the project's modules gained: pytest resets them anyway
+    (every change of the warning filters does), and they are not state a test relies on."""
+    for module in _BY_FILE.values():
+        module.__dict__.pop("__warningregistry__", None)
+
+
+def take_base():
+    """The server's fingerprint, if it is cheap enough to check after every request."""
+    global _WATCH, _BASE, _PROJECT_NAMES, _BASE_MODULES
+    _PROJECT_NAMES = frozenset(m.__name__ for m in _BY_FILE.values())
+    _BASE_MODULES = frozenset(sys.modules)
+    forget_warning_registries()
+    watch = Watch()
+    try:
+        for module in _BY_FILE.values():
+            watch.add(module.__dict__, 0)
+    except (_TooBig, RuntimeError):
+        return
+    watch.seen = None
+    start = time.perf_counter()
+    base = watch.fingerprint()
+    if time.perf_counter() - start <= _FINGERPRINT_SLOW:
+        _WATCH, _BASE = watch, base
+
+
+def state_left_behind():
+    """Whether the requests run so far in this child left anything a fresh child would not
+    have: new project modules count, new library modules do not (importing is idempotent)."""
+    if _BASE is None:
+        return True
+    if len(sys.modules) != len(_BASE_MODULES):
+        names = set(sys.modules)
+        if not _BASE_MODULES <= names:
+            return True
+        for name in names - _BASE_MODULES:
+            path = getattr(sys.modules[name], "__file__", None)
+            if path and realpath(path).startswith(_ROOT):
+                return True
+    forget_warning_registries()
+    try:
+        return _WATCH.fingerprint() != _BASE
+    except RuntimeError:  # a container changed size while being walked
+        return True
+
+
+def tell(done, word):
+    """One byte to the server about the current request; only the request's child speaks (a
+    process a test forked returns through here too, and must not)."""
+    if os.getpid() != _CHILD:
+        os._exit(0)
+    os.write(done, word)
+
+
+def run_batch(request, session, done):
+    """Run the batch's requests from `start` on, one after another, on the warm path."""
+    items, end = request["batch"], request.get("end") or 0
+    rnd = sys.modules.get("random")
+    state = rnd.getstate() if rnd is not None and hasattr(rnd, "getstate") else None
+    for index in range(request["start"], len(items)):
+        item = items[index]
+        warm = None if end and time.monotonic() > end else prepare(item, session)
+        if warm is None or not warm[0]:
+            tell(done, b"d")
+            continue
+        plan, selected = warm
+        originals = [(function, function.__code__) for function, _ in plan]
+        for function, code in plan:
+            function.__code__ = code
+        deepdebug_plugin.reset()
+        deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
+        try:
+            run_items(selected, item.get("exit_first", False))
+        finally:
+            for function, code in originals:
+                function.__code__ = code
+            if state is not None:
+                rnd.setstate(state)
+        if state_left_behind():
+            tell(done, b"s")
+            os._exit(0)
+        tell(done, b"e")
+    tell(done, b".")
+    os._exit(0)
+
+
+def serve_batch(request, spare, session):
+    """Answer a batch: children run its requests, a fresh one wherever the last one ended.
+    Returns the next spare child."""
+    items = request["batch"]
+    end = time.monotonic() + request["until"] if request.get("until") else 0
+    index = 0
+    while index < len(items):
+        pid, send, done = spare
+        if not hand_over(send, {"batch": items, "start": index, "end": end}):
+            os.close(done)
+            reap_orphans()
+            spare = fork_spare(session)
+            continue
+        reply({"kind": "started", "id": request["id"], "pid": pid})
+        index = follow(request["id"], items, index, pid, done)
+        os.close(done)
+        spare = fork_spare(session)
+    reply({"kind": "done", "id": request["id"], "status": 0, "timed_out": False})
+    return spare
+
+
+def follow(rid, items, index, pid, done):
+    """Answer each request the child runs from `index` on, enforcing each one's deadline,
+    until the child ends; then clear its group. Returns the first request not answered."""
+    while index < len(items):
+        word, status, timed_out = wait_word(pid, done, items[index].get("deadline") or 0)
+        if word in (b"e", b"d", b"s"):
+            reply({"kind": "item", "id": rid, "index": index, "status": 0, "timed_out": False, "ran": word != b"d"})
+            index += 1
+            if word == b"s":
+                break
+            continue
+        if word is None:  # the child crashed, or was killed at the request's deadline
+            reply({"kind": "item", "id": rid, "index": index, "status": status, "timed_out": timed_out, "ran": True})
+            clear_group(pid)
+            kill_strays()
+            return index + 1
+        break  # b".": nothing left
+    kill_group(pid, unreaped=True)
+    os.waitpid(pid, 0)
+    clear_group(pid)
+    kill_strays()
+    return index
+
+
 def kill_group(pid, unreaped):
     """SIGKILL the child's process group. With `unreaped` (the pid cannot have been reused
     yet) the child alone is killed when it has no group of its own yet."""
@@ -390,6 +633,13 @@ def wait_child(pid, done, deadline):
     """Wait until the child says it is finished (a byte on `done`) or ends; kill its group at
     `deadline` seconds (0: never). Returns (wait status, or None when the child said it is
     finished and is exiting normally; timed_out)."""
+    word, status, timed_out = wait_word(pid, done, deadline)
+    return (None, False) if word is not None else (status, timed_out)
+
+
+def wait_word(pid, done, deadline):
+    """Wait for the child's next byte on `done` or its end; kill its group at `deadline`
+    seconds (0: never). Returns (the byte or None, wait status when it ended, timed_out)."""
     end = time.monotonic() + deadline if deadline > 0 else None
     pidfd = None
     if hasattr(os, "pidfd_open"):
@@ -407,17 +657,18 @@ def wait_child(pid, done, deadline):
                 left = 0.005 if left is None else min(left, 0.005)
             ready = select.select(watch, [], [], left)[0]
             if done in ready:
-                if os.read(done, 1):
-                    return None, False
+                word = os.read(done, 1)
+                if word:
+                    return word, None, False
                 watch.remove(done)  # closed without a word: the child ended or crashed
             status = reaped(pid)
             if status is not None:
-                return status, False
+                return None, status, False
     finally:
         if pidfd is not None:
             os.close(pidfd)
     kill_group(pid, unreaped=True)
-    return os.waitpid(pid, 0)[1], True
+    return None, os.waitpid(pid, 0)[1], True
 
 
 def reap_orphans():
@@ -504,6 +755,7 @@ def main():
         _BY_ID[item.nodeid] = item
     if session is not None:
         warm_up(items)
+        take_base()
     # Move everything allocated so far out of the collector's reach: children then do not
     # touch (and copy) the parent's pages when the garbage collector runs.
     import gc
@@ -514,6 +766,7 @@ def main():
         "mode": "warm" if session is not None else "cold",
         "tests": [item.nodeid for item in items],
         "why": why,
+        "batch": _BASE is not None,
     })
     spare = fork_spare(session)
     for line in _REQUESTS:
@@ -522,6 +775,9 @@ def main():
             continue
         request = json.loads(line)
         reap_orphans()  # any that died since the last request
+        if "batch" in request:
+            spare = serve_batch(request, spare, session)
+            continue
         pid, send, done = spare
         if not hand_over(send, request):  # the spare died waiting (killed from outside): another
             os.close(done)

@@ -14,6 +14,9 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+mod batch;
+pub use batch::BatchItem;
+
 /// The fork server's Python source, shipped inside the binary.
 pub const SERVER_SOURCE: &str = include_str!("forkserver.py");
 
@@ -60,6 +63,9 @@ enum Reply {
         mode: String,
         tests: Vec<String>,
         why: String,
+        /// The server can check for state left behind between the requests of a batch.
+        #[serde(default)]
+        batch: bool,
     },
     Started {
         id: u64,
@@ -71,6 +77,14 @@ enum Reply {
         /// The server killed the child at the request's deadline.
         #[serde(default)]
         timed_out: bool,
+    },
+    /// One request of a batch (`ran`: false when the batch's child left it to a single run).
+    Item {
+        id: u64,
+        index: usize,
+        status: i32,
+        timed_out: bool,
+        ran: bool,
     },
 }
 
@@ -120,6 +134,8 @@ pub struct ForkServer {
     mode: ServerMode,
     why: String,
     tests: Vec<String>,
+    /// Batches are checked for state left behind between requests ([`ForkServer::run_batch`]).
+    batches: bool,
     next_id: u64,
     /// Set when the server can no longer be used (its container was removed by the backstop).
     gone: Option<String>,
@@ -185,6 +201,7 @@ impl ForkServer {
             mode: ServerMode::Cold,
             why: String::new(),
             tests: Vec::new(),
+            batches: false,
             next_id: 0,
             gone: None,
         })
@@ -205,7 +222,7 @@ impl ForkServer {
             return Ok(());
         }
         match self.reply(timeout)? {
-            Some(Reply::Ready { mode, tests, why }) => {
+            Some(Reply::Ready { mode, tests, why, batch }) => {
                 self.mode = match mode.as_str() {
                     "warm" => ServerMode::Warm,
                     "cold" => ServerMode::Cold,
@@ -213,6 +230,7 @@ impl ForkServer {
                 };
                 self.tests = tests;
                 self.why = why;
+                self.batches = batch && self.mode == ServerMode::Warm;
                 self.ready = true;
                 Ok(())
             }
@@ -235,6 +253,13 @@ impl ForkServer {
     #[must_use]
     pub fn tests(&self) -> &[String] {
         &self.tests
+    }
+
+    /// Whether batches of requests share a child ([`ForkServer::run_batch`]); without, a batch
+    /// still works, one child per request.
+    #[must_use]
+    pub fn batches(&self) -> bool {
+        self.batches
     }
 
     /// Whether the server runs in a container.
@@ -269,17 +294,8 @@ impl ForkServer {
         self.next_id += 1;
         let id = self.next_id;
         let report: PathBuf = self.reports.path().join(format!("report-{id}.jsonl"));
-        let message = serde_json::json!({
-            "id": id,
-            "report": report,
-            "nodeids": request.nodeids,
-            "exit_first": request.exit_first,
-            "timeout": request.per_test_timeout.as_secs_f64(),
-            "cpu": request.per_test_cpu.as_secs_f64(),
-            "deadline": request.session_timeout.as_secs_f64(),
-            "frames": request.frames,
-            "swap": request.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions, "source": s.source})),
-        });
+        let mut message = request.to_json(&report);
+        message["id"] = id.into();
         let start = Instant::now();
         self.transport
             .send(&message.to_string())
@@ -316,21 +332,46 @@ impl ForkServer {
             // The server did this too; a host pid, so the host may do it as well.
             kill_group(pid, libc::SIGKILL);
         }
-        let exit = if timed_out {
-            Exit::Timeout
-        } else if libc::WIFEXITED(status) {
-            match libc::WEXITSTATUS(status) {
-                0 => Exit::Success,
-                code => Exit::Failure(code),
-            }
-        } else {
-            Exit::Signalled(libc::WTERMSIG(status))
-        };
-        let mut session = Session::empty(exit, start.elapsed());
-        session.absorb(&read_lossy(&report));
-        let _ = std::fs::remove_file(&report);
-        Ok(session)
+        Ok(session_from(&report, exit_of(status, timed_out), start.elapsed()))
     }
+}
+
+impl Request<'_> {
+    /// The request as the server reads it (without its id), its report going to `report`.
+    fn to_json(&self, report: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "report": report,
+            "nodeids": self.nodeids,
+            "exit_first": self.exit_first,
+            "timeout": self.per_test_timeout.as_secs_f64(),
+            "cpu": self.per_test_cpu.as_secs_f64(),
+            "deadline": self.session_timeout.as_secs_f64(),
+            "frames": self.frames,
+            "swap": self.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions, "source": s.source})),
+        })
+    }
+}
+
+/// How a child ended, from its wait status.
+fn exit_of(status: i32, timed_out: bool) -> Exit {
+    if timed_out {
+        Exit::Timeout
+    } else if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => Exit::Success,
+            code => Exit::Failure(code),
+        }
+    } else {
+        Exit::Signalled(libc::WTERMSIG(status))
+    }
+}
+
+/// The session a child's report file describes (the file is removed).
+fn session_from(report: &Path, exit: Exit, elapsed: Duration) -> Session {
+    let mut session = Session::empty(exit, elapsed);
+    session.absorb(&read_lossy(report));
+    let _ = std::fs::remove_file(report);
+    session
 }
 
 impl ForkServer {

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod batch;
+
 /// The result of validating one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CandidateOutcome {
@@ -140,7 +142,12 @@ impl Timeouts {
 /// How candidates are validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineChoice {
-    /// A persistent fork server per worker (falls back to `Subprocess` when it cannot start).
+    /// A persistent fork server per worker whose children each validate a batch of
+    /// hot-swapped candidates, checking for state left behind between them (as `Fork` where
+    /// a candidate cannot be hot-swapped or the server cannot check).
+    Batch,
+    /// A persistent fork server per worker, one forked child per candidate (falls back to
+    /// `Subprocess` when it cannot start).
     Fork,
     /// One pytest process per session (slow, maximally isolated).
     Subprocess,
@@ -419,32 +426,35 @@ impl Shared<'_> {
             // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
             let due = fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY);
             let recheck = if due { self.recheck.lock().expect("recheck lock").pop_front() } else { None };
-            let (candidate, lenient) = match recheck {
+            let (candidates, lenient) = match recheck {
                 Some(c) => {
                     fresh += 1;
-                    (c, true)
+                    (vec![c], true)
                 }
                 None => match self.feed.next() {
                     Next::Candidate(c) => {
-                        fresh += 1;
-                        (c, false)
+                        let drawn = self.draw_more(c, worker.batch_size());
+                        fresh += drawn.len();
+                        (drawn, false)
                     }
                     Next::Wait => match self.recheck.lock().expect("recheck lock").pop_front() {
-                        Some(c) => (c, true),
+                        Some(c) => (vec![c], true),
                         None => {
                             std::thread::sleep(super::search::WAIT);
                             continue;
                         }
                     },
                     Next::Done => match self.recheck.lock().expect("recheck lock").pop_front() {
-                        Some(c) => (c, true),
+                        Some(c) => (vec![c], true),
                         None => return,
                     },
                 },
             };
-            match worker.validate(&candidate, lenient) {
-                Ok((validated, cpu_limited)) => {
-                    self.settle(&candidate, validated, cpu_limited, lenient, config, on_event)
+            match worker.validate_all(&candidates, lenient) {
+                Ok(results) => {
+                    for (candidate, (validated, cpu_limited)) in candidates.iter().zip(results) {
+                        self.settle(candidate, validated, cpu_limited, lenient, config, on_event);
+                    }
                 }
                 Err(err) => {
                     self.stop.store(true, Ordering::SeqCst);
@@ -453,6 +463,18 @@ impl Shared<'_> {
                 }
             }
         }
+    }
+
+    /// `first` and up to `size - 1` more candidates the feed has ready now.
+    fn draw_more(&self, first: Arc<Candidate>, size: usize) -> Vec<Arc<Candidate>> {
+        let mut drawn = vec![first];
+        while drawn.len() < size {
+            match self.feed.next() {
+                Next::Candidate(c) => drawn.push(c),
+                Next::Wait | Next::Done => break,
+            }
+        }
+        drawn
     }
 
     fn settle(
@@ -732,25 +754,42 @@ impl<'a> Worker<'a> {
         cpu: Duration,
     ) -> Result<(CandidateOutcome, bool), LabError> {
         let config = self.config;
-        // Originally failing tests first (those that hung in the baseline last): most
-        // candidates are rejected there, cheaply. Tests passing before the first failure show
-        // partial fixes (seeds for two-edit patches). With a known set of affected tests, one
-        // session runs the failing tests and then the affected ones, stopping at the first
-        // failure: one fork (or process) per candidate.
-        if let Some(tests) = affected {
-            let mut all = config.failing.clone();
-            all.extend(tests.iter().filter(|t| !config.failing.contains(t)).cloned());
-            let session = self.session(Some(&all), all.len(), swap, true, cpu, false)?;
-            let outcome = self.verdict(&session, &all, false).unwrap_or(CandidateOutcome::Plausible);
-            return Ok((outcome, self.cpu_limited_failing(&session)));
+        let (tests, failing_only) = self.first_tests(affected);
+        let first = self.session(Some(&tests), tests.len(), swap, true, cpu, false)?;
+        match self.first_verdict(&first, &tests, failing_only) {
+            Some(outcome) => Ok((outcome, self.cpu_limited_failing(&first))),
+            None => {
+                let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
+                let full = self.session(None, config.total_tests, swap, true, cpu, false)?;
+                Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
+            }
         }
-        let first = self.session(Some(&config.failing), config.failing.len(), swap, true, cpu, false)?;
-        if let Some(outcome) = self.verdict(&first, &config.failing, true) {
-            return Ok((outcome, self.cpu_limited_failing(&first)));
+    }
+
+    /// The tests of the first session that judges a candidate, and whether they are the
+    /// originally failing tests alone (a pass then needs a run of the whole suite).
+    /// Originally failing tests come first (those that hung in the baseline last): most
+    /// candidates are rejected there, cheaply, and tests passing before the first failure show
+    /// partial fixes (seeds for multi-edit patches). With a known set of affected tests one
+    /// session runs the failing tests and then those, stopping at the first failure.
+    fn first_tests(&self, affected: Option<&[String]>) -> (Vec<String>, bool) {
+        let failing = &self.config.failing;
+        match affected {
+            Some(tests) => {
+                let mut all = failing.clone();
+                all.extend(tests.iter().filter(|t| !failing.contains(t)).cloned());
+                (all, false)
+            }
+            None => (failing.clone(), true),
         }
-        let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-        let full = self.session(None, config.total_tests, swap, true, cpu, false)?;
-        Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
+    }
+
+    /// The outcome the first session decides (`None`: it needs the whole suite to decide).
+    fn first_verdict(&self, session: &Session, tests: &[String], failing_only: bool) -> Option<CandidateOutcome> {
+        match self.verdict(session, tests, failing_only) {
+            None if !failing_only => Some(CandidateOutcome::Plausible),
+            verdict => verdict,
+        }
     }
 
     /// An originally failing test was stopped by the CPU limit (not the wall clock).

@@ -1,0 +1,114 @@
+//! A worker validating several candidates per forked child (the `batch` engine).
+
+use super::{fallback, swap_of, Engine, EngineChoice, LabError, LabEvent, Validated, Worker};
+use crate::pytest::server::{BatchItem, Request, ServerMode, Swap};
+use crate::repair::candidate::Candidate;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Candidates a worker draws at once for one batch.
+pub const BATCH_SIZE: usize = 16;
+
+/// One candidate's part of a batch: its hot swap and the tests of its first session.
+struct Planned {
+    swap: Swap,
+    tests: Vec<String>,
+    failing_only: bool,
+}
+
+impl Worker<'_> {
+    /// How many candidates to hand this worker at once: [`BATCH_SIZE`] on a warm fork server
+    /// that can check for state left behind, else one.
+    pub(super) fn batch_size(&self) -> usize {
+        match &self.engine {
+            Engine::Fork(server)
+                if self.config.engine == EngineChoice::Batch
+                    && server.mode() == ServerMode::Warm
+                    && server.batches() =>
+            {
+                BATCH_SIZE
+            }
+            _ => 1,
+        }
+    }
+
+    /// Validate `candidates` (see [`Worker::validate`]): those that can be hot-swapped in one
+    /// batch, the rest (and those the batch could not decide) one at a time.
+    pub(super) fn validate_all(
+        &mut self,
+        candidates: &[Arc<Candidate>],
+        lenient: bool,
+    ) -> Result<Vec<(Validated, bool)>, LabError> {
+        let mut results: Vec<Option<(Validated, bool)>> = candidates.iter().map(|_| None).collect();
+        if candidates.len() > 1 && !lenient {
+            self.validate_batch(candidates, &mut results)?;
+        }
+        candidates
+            .iter()
+            .zip(results)
+            .map(|(candidate, result)| match result {
+                Some(done) => Ok(done),
+                None => self.validate(candidate, lenient),
+            })
+            .collect()
+    }
+
+    /// Fill in `results` for the candidates one batch decides.
+    fn validate_batch(
+        &mut self,
+        candidates: &[Arc<Candidate>],
+        results: &mut [Option<(Validated, bool)>],
+    ) -> Result<(), LabError> {
+        let planned: Vec<Option<Planned>> = candidates.iter().map(|c| self.plan(c)).collect();
+        let indices: Vec<usize> = (0..candidates.len()).filter(|&i| planned[i].is_some()).collect();
+        if indices.len() < 2 {
+            return Ok(());
+        }
+        let cpu = self.config.timeouts.per_test_cpu;
+        let remaining = self.config.deadline.saturating_duration_since(Instant::now());
+        let requests: Vec<Request<'_>> = indices
+            .iter()
+            .filter_map(|&i| planned[i].as_ref())
+            .map(|p| Request {
+                nodeids: Some(&p.tests),
+                exit_first: true,
+                per_test_timeout: self.config.timeouts.per_test,
+                per_test_cpu: cpu,
+                session_timeout: self.config.timeouts.session(p.tests.len()).min(remaining.max(Duration::from_secs(1))),
+                swap: Some(p.swap.clone()),
+                frames: false,
+            })
+            .collect();
+        let Engine::Fork(server) = &mut self.engine else { return Ok(()) };
+        let items = match server.run_batch(&requests, remaining) {
+            Ok(items) => items,
+            Err(err) => {
+                (self.on_event)(LabEvent::Note(format!("{err}; {}", fallback(self.pytest))));
+                self.engine = Engine::Subprocess;
+                return Ok(());
+            }
+        };
+        for (&i, item) in indices.iter().zip(items) {
+            let (BatchItem::Ran(session), Some(plan)) = (item, &planned[i]) else { continue };
+            let Some(outcome) = self.first_verdict(&session, &plan.tests, plan.failing_only) else { continue };
+            let validated = Validated { candidate_id: candidates[i].id, outcome, elapsed: session.elapsed };
+            results[i] = Some((validated, self.cpu_limited_failing(&session)));
+        }
+        Ok(())
+    }
+
+    /// The batch part of a candidate whose edit can be hot-swapped, else `None`.
+    fn plan(&mut self, candidate: &Candidate) -> Option<Planned> {
+        let file = &candidate.patch.file;
+        let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f))?;
+        let swap = swap_of(file, focus, &candidate.patched_text);
+        let config = self.config;
+        let affected = self
+            .affected
+            .entry((file.clone(), focus.original_body_lines.clone()))
+            .or_insert_with(|| config.affected_tests(file, focus).into())
+            .clone();
+        let (tests, failing_only) = self.first_tests(Some(&affected));
+        Some(Planned { swap, tests, failing_only })
+    }
+}
