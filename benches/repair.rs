@@ -113,7 +113,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
             jobs: workers,
             baseline_test_timeout: Duration::from_secs(10),
             limits: GenerateLimits::default(),
-            engine: EngineChoice::Fork,
+            engine: EngineChoice::Batch,
             priors: Priors::default(),
             neural: None,
             rank: rank.clone(),

@@ -53,53 +53,13 @@ fn make_leaky_project(dir: &Path) {
     std::fs::create_dir_all(dir.join("pkg")).unwrap();
     std::fs::create_dir_all(dir.join("tests")).unwrap();
     std::fs::write(dir.join("pkg/__init__.py"), "").unwrap();
-    let module = "import functools
-
-COUNTER = [0]
-SEEN = {}
-
-
-class Settings:
-    level = 0
-
-
-def bump(step):
-    if step > 1:
-        COUNTER[0] += step
-    return COUNTER[0]
-
-
-def remember(key, value):
-    SEEN[key] = value
-    Settings.level += 1
-    return len(SEEN)
-
-
-@functools.lru_cache(maxsize=None)
-def scaled(x):
-    return x * (Settings.level + 1)
-";
-    let tests = "from pkg.state import bump, remember, scaled, Settings
-
-
-def test_bump_one():
-    assert bump(1) == 1
-
-
-def test_bump_three():
-    assert bump(3) == 3
-
-
-def test_remember():
-    assert remember('k', bump(2)) == 1
-    assert Settings.level == 1
-
-
-def test_scaled():
-    assert scaled(2) == 2
-";
+    let module = "import functools\n\nCOUNTER = [0]\nSEEN = {}\n\n\nclass Settings:\n    level = 0\n\n\ndef bump(step):\n    if step > 1:\n        COUNTER[0] += step\n    return COUNTER[0]\n\n\ndef remember(key, value):\n    SEEN[key] = value\n    Settings.level += 1\n    return len(SEEN)\n\n\n@functools.lru_cache(maxsize=None)\ndef scaled(x):\n    return x * (Settings.level + 1)\n";
+    let tests = "from pkg.state import bump, remember, scaled, Settings\n\n\ndef test_bump_one():\n    assert bump(1) == 1\n\n\ndef test_bump_three():\n    assert bump(3) == 3\n\n\ndef test_remember():\n    assert remember('k', bump(2)) == 1\n    assert Settings.level == 1\n\n\ndef test_scaled():\n    assert scaled(2) == 2\n";
+    // A second test module: a candidate stopped at a failure there leaves it set up.
+    let more = "import pytest\nfrom pkg.state import bump\n\n\n@pytest.fixture(scope='module')\ndef start():\n    yield bump(0)\n\n\ndef test_step_two(start):\n    assert bump(2) == start + 2\n\n\ndef test_step_zero(start):\n    assert bump(0) >= start\n";
     std::fs::write(dir.join("pkg/state.py"), module).unwrap();
     std::fs::write(dir.join("tests/test_state.py"), tests).unwrap();
+    std::fs::write(dir.join("tests/test_more.py"), more).unwrap();
 }
 
 /// User + system CPU seconds of this process or of its reaped children.
@@ -342,7 +302,7 @@ fn leaky_row(pytest: &Pytest, cores: usize) {
     assert_agree("the leaky project", &fork, &batch);
     let plausible = batch.outcomes.iter().filter(|o| **o == "plausible").count();
     println!(
-        "leaky project ({} tests that mutate globals, a class attribute and a cache): {} candidates, {plausible} plausible, \
+        "leaky project ({} tests in two modules that mutate globals, a class attribute and a cache): {} candidates, {plausible} plausible, \
          batch and fork engines agree on every one ({:.2}/s batch, {:.2}/s fork)",
         baseline.tests.len(),
         candidates.len(),

@@ -92,3 +92,66 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     assert_eq!(by_id(&pooled), by_id(&slow));
     assert!(pooled.iter().any(|v| v.outcome.is_plausible()));
 }
+
+/// Tests that leave state behind in module globals, a class attribute and a `functools` cache.
+const LEAKY: &str = "import functools\n\nCOUNTER = [0]\nSEEN = {}\n\n\nclass Settings:\n    level = 0\n\n\ndef bump(step):\n    if step > 1:\n        COUNTER[0] += step\n    return COUNTER[0]\n\n\ndef remember(key, value):\n    SEEN[key] = value\n    Settings.level += 1\n    return len(SEEN)\n\n\n@functools.lru_cache(maxsize=None)\ndef scaled(x):\n    return x * (Settings.level + 1)\n";
+const LEAKY_TESTS: &str = "from state import bump, remember, scaled, Settings\n\n\ndef test_bump_one():\n    assert bump(1) == 1\n\n\ndef test_bump_three():\n    assert bump(3) == 3\n\n\ndef test_remember():\n    assert remember('k', bump(2)) == 1\n    assert Settings.level == 1\n\n\ndef test_scaled():\n    assert scaled(2) == 2\n";
+
+#[test]
+fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_when_tests_leave_state_behind() {
+    use deepdebug::localize::localize;
+    use deepdebug::project::Project;
+    use deepdebug::pytest::{Pytest, RunSpec};
+    use deepdebug::repair::candidate::{self, GenerateLimits};
+    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
+    use deepdebug::repair::priors::Priors;
+    use std::collections::{BTreeMap, BTreeSet, HashSet};
+    use std::time::{Duration, Instant};
+
+    let leaky = [("state.py", LEAKY), ("test_state.py", LEAKY_TESTS)];
+    let grades = [("grades.py", GRADES), ("test_grades.py", GRADES_TESTS)];
+    // A candidate stopped at a failure in test_b.py leaves it set up for the next one.
+    let age = [
+        ("age.py", "def is_adult(age):\n    return age > 18\n"),
+        ("test_a.py", "from age import is_adult\n\ndef test_eighteen():\n    assert is_adult(18)\n"),
+        ("test_b.py", "from age import is_adult\n\ndef test_seventeen():\n    assert not is_adult(17)\n\ndef test_thirty():\n    assert is_adult(30)\n"),
+    ];
+    for files in [&leaky[..], &grades[..], &age[..]] {
+        let name = files[0].0;
+        let dir = project(files);
+        let project = Project::load(dir.path()).unwrap();
+        let pytest = Pytest::new(std::path::Path::new("python3")).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
+        let baseline =
+            pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
+        let (candidates, _) = candidate::generate(
+            &project,
+            &localize(&project, &baseline),
+            GenerateLimits::default(),
+            &Priors::default(),
+        );
+        assert!(candidates.len() >= 10, "{}", candidates.len());
+        let outcomes = |engine| {
+            let config = LabConfig {
+                root: project.root(),
+                selectors: &[],
+                failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
+                passing: baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect::<BTreeSet<_>>(),
+                total_tests: baseline.tests.len(),
+                timeouts: Timeouts::from_baseline(&baseline),
+                deadline: Instant::now() + Duration::from_secs(300),
+                jobs: 2,
+                stop_after_plausible: usize::MAX,
+                engine,
+                baseline: &baseline,
+            };
+            let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
+            validated.into_iter().map(|v| (v.candidate_id, v.outcome)).collect::<BTreeMap<_, _>>()
+        };
+        let batch = outcomes(EngineChoice::Batch);
+        assert_eq!(batch.len(), candidates.len());
+        assert_eq!(batch, outcomes(EngineChoice::Fork), "{name}");
+        assert!(batch.values().any(lab::CandidateOutcome::is_plausible), "{name}: {batch:?}");
+    }
+}

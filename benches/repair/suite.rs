@@ -109,7 +109,7 @@ fn options(
         jobs: workers,
         baseline_test_timeout: Duration::from_secs(10),
         limits: GenerateLimits::default(),
-        engine: EngineChoice::Fork,
+        engine: EngineChoice::Batch,
         priors: Priors::default(),
         neural: None,
         rank: rank.cloned(),

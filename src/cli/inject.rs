@@ -57,7 +57,7 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
         per_function: args.per_function,
         seed: args.seed,
         repo_timeout: args.timeout,
-        engine: EngineChoice::Fork,
+        engine: EngineChoice::Batch,
         model: args.model.clone(),
         neural_samples: args.neural_samples,
         sandbox: args.sandbox.kind(),

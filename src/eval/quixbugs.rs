@@ -289,7 +289,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         jobs: options.workers.max(1),
         baseline_test_timeout: options.test_timeout,
         limits: GenerateLimits::default(),
-        engine: EngineChoice::Fork,
+        engine: EngineChoice::Batch,
         priors: options.priors.clone(),
         neural: None,
         rank: options.rank.clone(),

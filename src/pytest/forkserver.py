@@ -453,7 +453,7 @@ class Watch:
     def fingerprint(self):
         """The identities of everything watched, and the process-wide state a test can
         change: cwd, `sys.path`, threads, the environment, the builtins."""
-        acc = [os.getcwd(), tuple(sys.path), threading.active_count(), tuple(os.environ.items())]
+        acc = [os.getcwd(), tuple(sys.path), threading.active_count(), tuple(_ENVIRON.items())]
         acc.extend(map(id, vars(builtins).values()))
         for mapping in self.mappings:
             acc.append(len(mapping))
@@ -469,6 +469,8 @@ class Watch:
 
 
 _CODE = operator.attrgetter("__code__")
+# The environment as os.environ keeps it (encoded; iterating os.environ decodes every entry).
+_ENVIRON = getattr(os.environ, "_data", os.environ)
 
 # Taken in the server before it forks (None: batches run one request per child).
 _WATCH = None
@@ -548,19 +550,39 @@ def run_batch(request, session, done):
             function.__code__ = code
         deepdebug_plugin.reset()
         deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
+        for test in selected:  # what pytest appends to per run, as a fresh child has it
+            if isinstance(getattr(test, "_report_sections", None), list):
+                test._report_sections = []
+            if isinstance(getattr(test, "user_properties", None), list):
+                test.user_properties = []
         try:
             run_items(selected, item.get("exit_first", False))
+            torn_down = tear_down(session)
         finally:
             for function, code in originals:
                 function.__code__ = code
             if state is not None:
                 rnd.setstate(state)
-        if state_left_behind():
+        if not torn_down or state_left_behind():
             tell(done, b"s")
             os._exit(0)
         tell(done, b"e")
     tell(done, b".")
     os._exit(0)
+
+
+def tear_down(session):
+    """Finish the fixtures a request left set up (a run stopped at its first failure leaves
+    them for the next test), as the end of a session would. False when that failed."""
+    state = getattr(session, "_setupstate", None)
+    try:
+        if hasattr(state, "teardown_all"):  # pytest < 7
+            state.teardown_all()
+        elif state is not None:
+            state.teardown_exact(None)
+        return True
+    except BaseException:  # a fixture's finalizer failed: this child is not clean any more
+        return False
 
 
 def serve_batch(request, spare, session):

@@ -452,8 +452,10 @@ impl Shared<'_> {
             };
             match worker.validate_all(&candidates, lenient) {
                 Ok(results) => {
-                    for (candidate, (validated, cpu_limited)) in candidates.iter().zip(results) {
-                        self.settle(candidate, validated, cpu_limited, lenient, config, on_event);
+                    for (candidate, result) in candidates.iter().zip(results) {
+                        if let Some((validated, cpu_limited)) = result {
+                            self.settle(candidate, validated, cpu_limited, lenient, config, on_event);
+                        }
                     }
                 }
                 Err(err) => {

@@ -202,6 +202,35 @@ mod tests {
     }
 
     #[test]
+    fn fixtures_a_request_stopped_at_its_first_failure_left_set_up_are_torn_down_before_the_next() {
+        // Stopped inside test_two.py, a request leaves that module set up; the next request
+        // starts in test_one.py, which pytest refuses to set up on top of it.
+        let one = "from calc import clamp\n\ndef test_five():\n    assert clamp(5) == 5\n";
+        let two = "import pytest\nfrom calc import clamp\n\n@pytest.fixture(scope='module')\ndef limit():\n    yield 20\n\ndef test_clamp(limit):\n    assert clamp(50) == limit\n\ndef test_small(limit):\n    assert clamp(3) == 3\n";
+        let dir = project(&[("calc.py", CLAMP), ("test_one.py", one), ("test_two.py", two)]);
+        let mut server = server(dir.path());
+        let tests: Vec<String> = ["test_one.py::test_five", "test_two.py::test_clamp", "test_two.py::test_small"]
+            .map(String::from)
+            .to_vec();
+        let fixed = swap("calc.py", "clamp", 1, "def clamp(x):\n    return min(x, 20)\n");
+        let same = swap("calc.py", "clamp", 1, CLAMP);
+        let requests = [request(&tests, same.clone()), request(&tests, fixed), request(&tests, same)];
+        let items = server.run_batch(&requests, Duration::from_secs(60)).unwrap();
+        let outcomes: Vec<Vec<TestOutcome>> = items
+            .iter()
+            .map(|i| match i {
+                BatchItem::Ran(s) => s.tests.iter().map(|t| t.outcome.clone()).collect(),
+                BatchItem::NotRun => panic!("not run"),
+            })
+            .collect();
+        let (pass, fail) = (TestOutcome::Passed, TestOutcome::Failed);
+        assert_eq!(
+            outcomes,
+            [vec![pass.clone(), fail.clone()], vec![pass.clone(), pass.clone(), pass.clone()], vec![pass, fail]]
+        );
+    }
+
+    #[test]
     fn state_a_request_leaves_behind_sends_the_rest_of_the_batch_to_a_fresh_child() {
         let module = "SEEN = []\n\ndef note(x):\n    SEEN.append(x)\n    return len(SEEN)\n";
         let tests = "import os\nfrom calc import note\n\ndef test_note():\n    open('pids.txt', 'a').write(f'{os.getpid()}\\n')\n    assert note(1) == 1\n";

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Candidates a worker draws at once for one batch.
-pub const BATCH_SIZE: usize = 16;
+pub const BATCH_SIZE: usize = 32;
 
 /// One candidate's part of a batch: its hot swap and the tests of its first session.
 struct Planned {
@@ -33,24 +33,23 @@ impl Worker<'_> {
     }
 
     /// Validate `candidates` (see [`Worker::validate`]): those that can be hot-swapped in one
-    /// batch, the rest (and those the batch could not decide) one at a time.
+    /// batch, the rest (and those the batch could not decide) one at a time. `None` for a
+    /// candidate the deadline left unvalidated.
     pub(super) fn validate_all(
         &mut self,
         candidates: &[Arc<Candidate>],
         lenient: bool,
-    ) -> Result<Vec<(Validated, bool)>, LabError> {
+    ) -> Result<Vec<Option<(Validated, bool)>>, LabError> {
         let mut results: Vec<Option<(Validated, bool)>> = candidates.iter().map(|_| None).collect();
         if candidates.len() > 1 && !lenient {
             self.validate_batch(candidates, &mut results)?;
         }
-        candidates
-            .iter()
-            .zip(results)
-            .map(|(candidate, result)| match result {
-                Some(done) => Ok(done),
-                None => self.validate(candidate, lenient),
-            })
-            .collect()
+        for (candidate, result) in candidates.iter().zip(results.iter_mut()) {
+            if result.is_none() && (candidates.len() == 1 || Instant::now() < self.config.deadline) {
+                *result = Some(self.validate(candidate, lenient)?);
+            }
+        }
+        Ok(results)
     }
 
     /// Fill in `results` for the candidates one batch decides.
