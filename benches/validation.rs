@@ -310,4 +310,3 @@ fn leaky_row(pytest: &Pytest, cores: usize) {
         fork.per_second
     );
 }
-

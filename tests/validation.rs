@@ -137,7 +137,12 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
                 root: project.root(),
                 selectors: &[],
                 failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
-                passing: baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect::<BTreeSet<_>>(),
+                passing: baseline
+                    .tests
+                    .iter()
+                    .filter(|t| t.outcome.is_ok())
+                    .map(|t| t.nodeid.clone())
+                    .collect::<BTreeSet<_>>(),
                 total_tests: baseline.tests.len(),
                 timeouts: Timeouts::from_baseline(&baseline),
                 deadline: Instant::now() + Duration::from_secs(300),

@@ -1,4 +1,4 @@
-//! Neural-debugger subcommands: `trace`, `debug`, `trace-dataset`, `eval-next-state`, `eval-cruxeval`.
+//! Neural-debugger subcommands: `trace`, `debug`, `dap`, `trace-dataset`, `eval-next-state`, `eval-cruxeval`.
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
@@ -120,6 +120,15 @@ pub enum DebuggerCommand {
         backend: Backend,
         #[command(flatten)]
         model: ModelArgs,
+    },
+    /// A Debug Adapter Protocol server on stdin/stdout, for editors (VS Code and others):
+    /// records the launched program, then serves stepping forwards and backwards, breakpoints
+    /// (with conditions), variables and evaluation from the recording (`backend: "real"`), or
+    /// from states a model predicts (`backend: "neural"`, with `call` and `model`).
+    Dap {
+        /// Python interpreter that runs the program.
+        #[arg(long, default_value = "python3")]
+        python: PathBuf,
     },
     /// Sample grammar-serialized trajectories from a JSONL of {code, input[, id, entry]}.
     TraceDataset {
@@ -266,6 +275,11 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
                 }
             }
             Ok(())
+        }
+        DebuggerCommand::Dap { python } => {
+            let stdin = std::io::stdin();
+            let mut server = deepdebug::debugger::dap::Server::new(std::io::stdout().lock(), &python);
+            server.serve(&mut stdin.lock()).context("the DAP connection")
         }
         DebuggerCommand::TraceDataset { input, out, seed, per_trace, max_actions, inverse_fraction, limits } => {
             let rows: Vec<sampler::FunctionRow> = dataset::read_jsonl(&input)?;

@@ -1,6 +1,7 @@
 //! Neural debugger: Python tracing, state trees, token grammar, sampling, evaluation, front end.
 
 pub mod cruxeval;
+pub mod dap;
 pub mod dataset;
 pub mod eval;
 #[cfg(test)]

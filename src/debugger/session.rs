@@ -275,6 +275,12 @@ impl<P: NextStatePredictor> PredictorBackend<P> {
         // history is never empty: new() pushes one entry and back() keeps one.
         &self.history[self.history.len() - 1]
     }
+
+    /// The current (predicted) frame.
+    #[must_use]
+    pub fn frame(&self) -> &Frame {
+        &self.current().1
+    }
 }
 
 impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {

@@ -266,7 +266,9 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     // The validation engines start now: their fork servers import pytest and collect the
     // suite while the baseline runs, and the whole search reuses them.
     let pool = match options.engine {
-        EngineChoice::Batch | EngineChoice::Fork => lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs)?,
+        EngineChoice::Batch | EngineChoice::Fork => {
+            lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs)?
+        }
         EngineChoice::Subprocess => lab::Pool::default(),
     };
     on_event(FixEvent::BaselineStarted);

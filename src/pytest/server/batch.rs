@@ -46,7 +46,8 @@ impl ForkServer {
         while follow.items.len() < requests.len() {
             let index = follow.items.len();
             let backstop = requests[index].session_timeout + BACKSTOP_GRACE;
-            let wait = if follow.killed { Duration::from_secs(10) } else { backstop.saturating_sub(follow.since.elapsed()) };
+            let wait =
+                if follow.killed { Duration::from_secs(10) } else { backstop.saturating_sub(follow.since.elapsed()) };
             match self.reply(wait)? {
                 Some(Reply::Started { id: got, pid }) if got == id => follow.pid = Some(pid),
                 Some(Reply::Item { id: got, index: at, status, timed_out, ran }) if got == id && at == index => {
@@ -168,7 +169,7 @@ mod tests {
 
     fn outcome(item: &BatchItem) -> TestOutcome {
         match item {
-            BatchItem::Ran(session) => session.tests[0].outcome.clone(),
+            BatchItem::Ran(session) => session.tests[0].outcome,
             BatchItem::NotRun => panic!("not run"),
         }
     }
@@ -209,9 +210,8 @@ mod tests {
         let two = "import pytest\nfrom calc import clamp\n\n@pytest.fixture(scope='module')\ndef limit():\n    yield 20\n\ndef test_clamp(limit):\n    assert clamp(50) == limit\n\ndef test_small(limit):\n    assert clamp(3) == 3\n";
         let dir = project(&[("calc.py", CLAMP), ("test_one.py", one), ("test_two.py", two)]);
         let mut server = server(dir.path());
-        let tests: Vec<String> = ["test_one.py::test_five", "test_two.py::test_clamp", "test_two.py::test_small"]
-            .map(String::from)
-            .to_vec();
+        let tests: Vec<String> =
+            ["test_one.py::test_five", "test_two.py::test_clamp", "test_two.py::test_small"].map(String::from).to_vec();
         let fixed = swap("calc.py", "clamp", 1, "def clamp(x):\n    return min(x, 20)\n");
         let same = swap("calc.py", "clamp", 1, CLAMP);
         let requests = [request(&tests, same.clone()), request(&tests, fixed), request(&tests, same)];
@@ -219,15 +219,12 @@ mod tests {
         let outcomes: Vec<Vec<TestOutcome>> = items
             .iter()
             .map(|i| match i {
-                BatchItem::Ran(s) => s.tests.iter().map(|t| t.outcome.clone()).collect(),
+                BatchItem::Ran(s) => s.tests.iter().map(|t| t.outcome).collect(),
                 BatchItem::NotRun => panic!("not run"),
             })
             .collect();
         let (pass, fail) = (TestOutcome::Passed, TestOutcome::Failed);
-        assert_eq!(
-            outcomes,
-            [vec![pass.clone(), fail.clone()], vec![pass.clone(), pass.clone(), pass.clone()], vec![pass, fail]]
-        );
+        assert_eq!(outcomes, [vec![pass, fail], vec![pass, pass, pass], vec![pass, fail]]);
     }
 
     #[test]
