@@ -26,7 +26,7 @@ mod tokens;
 
 pub use extract::extract;
 pub use learn::{learn, learn_from_jsonl, LearnConfig};
-pub use pattern::{render, Piece, Template, TemplateKind};
+pub use pattern::{render, Context, Piece, Template, TemplateKind};
 
 use super::pairs::PairsError;
 use crate::patch::Edit;
@@ -77,6 +77,10 @@ pub struct TemplateRecord {
     pub repos: u32,
     /// The first commit it was seen in, `owner/name@commit12`.
     pub example: String,
+    /// Expression templates: `condition` or `value`, where the rewritten expression stood
+    /// (absent: anywhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl TemplatesFile {
@@ -148,7 +152,14 @@ impl Templates {
             let kind = TemplateKind::from_name(&record.kind)
                 .ok_or_else(|| TemplatesError::Kind { id: record.id, kind: record.kind.clone() })?;
             let pieces = |tokens: &[String]| tokens.iter().map(|t| Piece::parse(t)).collect();
-            let template = Template { kind, before: pieces(&record.before), after: pieces(&record.after) };
+            let context = match record.context.as_deref() {
+                None => None,
+                Some(name) => Some(
+                    Context::from_name(name)
+                        .ok_or_else(|| TemplatesError::Kind { id: record.id, kind: format!("context {name}") })?,
+                ),
+            };
+            let template = Template { kind, before: pieces(&record.before), after: pieces(&record.after), context };
             entries.push(Entry { id: record.id, template, commits: record.commits });
         }
         entries.sort_by_key(|e| std::cmp::Reverse(e.commits));
@@ -355,6 +366,7 @@ mod tests {
                 commits: *commits,
                 repos: 1,
                 example: String::new(),
+                context: None,
             })
             .collect();
         let file = TemplatesFile {
@@ -401,6 +413,25 @@ mod tests {
         assert!((m.weight - 1.0).abs() < 1e-9);
         let m = &t.mutations_at_line(&Parsed::new(src), 3, 5)[0];
         assert!((m.weight - 10f64.ln() / 42f64.ln()).abs() < 1e-9, "{}", m.weight);
+    }
+
+    #[test]
+    fn expression_templates_are_learned_and_applied_in_the_context_they_were_seen_in() {
+        let got: Vec<Option<Context>> =
+            extract(&func("    if xs:\n        total = 1\n"), &func("    if xs is not None:\n        total = 1\n"))
+                .iter()
+                .map(|t| t.context)
+                .collect();
+        assert!(!got.is_empty() && got.iter().all(|c| *c == Some(Context::Condition)), "{got:?}");
+        let got = extract(&func("    total = sum(xs)\n"), &func("    total = sum(xs) + 1\n"));
+        assert!(got.iter().all(|t| t.context == Some(Context::Value)), "{got:?}");
+        // Seen in conditions, `$E0 is not None` rewrites conditions (through parentheses and
+        // `not`), never a value it would turn into a boolean.
+        let mut t = templates(&[("expression", "$N0", "$N0 is not None", 5)]);
+        t.entries[0].template.context = Some(Context::Condition);
+        let src = "def f(a, b):\n    if not (a):\n        return [b, a]\n";
+        assert_eq!(applied(&t, src, 2), ["def f(a, b):\n    if not (a is not None):\n        return [b, a]\n"]);
+        assert!(applied(&t, src, 3).is_empty());
     }
 
     #[test]

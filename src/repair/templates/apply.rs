@@ -1,6 +1,6 @@
 //! Matching templates against the tokens of one line and instantiating their fixed side.
 
-use super::pattern::{render, Piece, Template, TemplateKind};
+use super::pattern::{render, Context, Piece, Template, TemplateKind};
 use super::tokens::{is_fragment, is_simple_statement, leaf_span, Leaf, LeafKind};
 use crate::patch::Edit;
 use crate::python::Parsed;
@@ -18,7 +18,7 @@ pub(super) struct LineView<'p> {
     leaves: Vec<Leaf>,
     /// Ends of the expression nodes starting at each token, and whether each is an operator
     /// expression (wrapped in parentheses where an operator of the fixed code adjoins it).
-    expr_ends: Vec<Vec<(usize, bool)>>,
+    expr_ends: Vec<Vec<(usize, bool, Context)>>,
     statements: HashSet<(usize, usize)>,
     /// Whether a statement (simple or compound) starts at the line's first token.
     starts_statement: bool,
@@ -86,7 +86,7 @@ impl<'p> LineView<'p> {
                 && !is_not_a_value(parent, field)
             {
                 let operator = kind.ends_with("_operator") || matches!(kind, "conditional_expression" | "lambda");
-                self.expr_ends[span.start].push((span.end, operator));
+                self.expr_ends[span.start].push((span.end, operator, Context::of(node)));
             }
         }
         let mut cursor = node.walk();
@@ -136,7 +136,9 @@ impl<'p> LineView<'p> {
         for m in (0..self.leaves.len()).flat_map(|start| self.matches_at(&template.before, start)) {
             let is_node = match template.kind {
                 TemplateKind::Statement => self.statements.contains(&(m.span.start, m.span.end)),
-                _ => self.expr_ends[m.span.start].iter().any(|(end, _)| *end == m.span.end),
+                _ => self.expr_ends[m.span.start]
+                    .iter()
+                    .any(|(end, _, context)| *end == m.span.end && template.context.is_none_or(|c| c == *context)),
             };
             if !is_node {
                 continue;
@@ -236,7 +238,7 @@ impl<'p> LineView<'p> {
     }
 
     fn is_operator(&self, span: &Range<usize>) -> bool {
-        self.expr_ends[span.start].iter().any(|&(end, op)| end == span.end && op)
+        self.expr_ends[span.start].iter().any(|&(end, op, _)| end == span.end && op)
     }
 
     /// Parameters and locals of the enclosing function, and those followed by the module's
@@ -278,7 +280,7 @@ impl<'p> LineView<'p> {
             Piece::Name(_) => leaf.filter(|l| l.kind == LeafKind::Name).map(|_| at + 1).into_iter().collect(),
             Piece::Str(_) => leaf.filter(|l| l.kind == LeafKind::Str).map(|_| at + 1).into_iter().collect(),
             Piece::Expr(_) => {
-                self.expr_ends.get(at).map(|e| e.iter().map(|(end, _)| *end).collect()).unwrap_or_default()
+                self.expr_ends.get(at).map(|e| e.iter().map(|(end, ..)| *end).collect()).unwrap_or_default()
             }
         };
         for end in ends {

@@ -2,7 +2,7 @@
 //! node that holds it on both sides, with project names and strings abstracted into holes; the
 //! general form also turns the subexpressions both sides share into `$E` holes.
 
-use super::pattern::{Piece, Template, TemplateKind};
+use super::pattern::{Context, Piece, Template, TemplateKind};
 use super::tokens::{is_fragment, is_simple_statement, leaf_span, leaves, Leaf, LeafKind};
 use crate::python::Parsed;
 use crate::repair::pairs::LineHunk;
@@ -118,7 +118,7 @@ impl Side {
         let pieces = Holes::default().pieces(self, first..last + 1, &[], kind == TemplateKind::DeleteStatement);
         let (before, after) =
             if kind == TemplateKind::DeleteStatement { (pieces, Vec::new()) } else { (Vec::new(), pieces) };
-        Template { kind, before, after }.checked()
+        Template { kind, before, after, context: None }.checked()
     }
 }
 
@@ -140,13 +140,14 @@ fn rewrites(before: &str, after: &str, row: usize) -> Vec<Template> {
         return Vec::new();
     }
     let kind = if is_simple_statement(rb.kind()) { TemplateKind::Statement } else { TemplateKind::Expression };
+    let context = (kind == TemplateKind::Expression).then(|| Context::of(rb));
     let mut out: Vec<Template> = Vec::new();
     for general in [false, true] {
         let mut holes = Holes::default();
         let (eb, ea) = if general { shared_subtrees(&b, rb, &a, ra, &mut holes) } else { Default::default() };
         let before = holes.pieces(&b, b.span(rb), &eb, true);
         let after = holes.pieces(&a, a.span(ra), &ea, false);
-        if let Some(t) = (Template { kind, before, after }).checked().filter(|t| !out.contains(t)) {
+        if let Some(t) = (Template { kind, before, after, context }).checked().filter(|t| !out.contains(t)) {
             out.push(t);
         }
     }

@@ -121,5 +121,6 @@ fn record(id: usize, template: &Template, support: &Support<'_>) -> TemplateReco
         commits: u32::try_from(support.commits.len()).unwrap_or(u32::MAX),
         repos: u32::try_from(support.repos.len()).unwrap_or(u32::MAX),
         example: format!("{repo}@{}", commit.get(..12).unwrap_or(commit)),
+        context: template.context.map(|c| c.name().to_string()),
     }
 }

@@ -88,12 +88,64 @@ impl TemplateKind {
     }
 }
 
+/// Where an expression stands in its statement: whether its value is used as a truth value.
+/// Expression templates are learned and applied per context, so that a rewrite seen in
+/// conditions (`$E0` → `$E0 is not None`) is not tried on values it would turn into booleans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Context {
+    /// A condition: of `if`, `elif`, `while`, `assert`, a comprehension's `if`, or an operand
+    /// of `not`, `and`, `or` (through parentheses).
+    Condition,
+    /// Any other expression.
+    Value,
+}
+
+impl Context {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Condition => "condition",
+            Context::Value => "value",
+        }
+    }
+
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Context> {
+        [Context::Condition, Context::Value].into_iter().find(|c| c.name() == name)
+    }
+
+    /// The context of the expression `node`.
+    #[must_use]
+    pub fn of(node: tree_sitter::Node<'_>) -> Context {
+        let mut node = node;
+        while let Some(parent) = node.parent().filter(|p| p.kind() == "parenthesized_expression") {
+            node = parent;
+        }
+        let Some(parent) = node.parent() else { return Context::Value };
+        let is = |field: &str| parent.child_by_field_name(field).is_some_and(|c| c.id() == node.id());
+        let condition = match parent.kind() {
+            "if_statement" | "elif_clause" | "while_statement" => is("condition"),
+            "not_operator" | "boolean_operator" | "if_clause" => true,
+            "assert_statement" => parent.named_child(0).is_some_and(|c| c.id() == node.id()),
+            _ => false,
+        };
+        if condition {
+            Context::Condition
+        } else {
+            Context::Value
+        }
+    }
+}
+
 /// A fix template: code matching `before` becomes `after`, holes carried over.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Template {
     pub kind: TemplateKind,
     pub before: Vec<Piece>,
     pub after: Vec<Piece>,
+    /// For an expression template, the context it was seen in (`None`: any, as in files
+    /// learned before contexts were recorded).
+    pub context: Option<Context>,
 }
 
 impl Template {
