@@ -8,7 +8,7 @@ use deepdebug::debugger::cruxeval::{self, CruxRow, Outcome};
 use deepdebug::debugger::grammar::{Arg, Frame};
 use deepdebug::debugger::predictor::{NextStatePredictor, OraclePredictor, PredictError, Prompt};
 use deepdebug::debugger::record::{record_call, RecordLimits};
-use deepdebug::debugger::trace::{ExitKind, Trace};
+use deepdebug::debugger::trace::{ExitKind, Limit, Trace};
 use deepdebug::debugger::tree::NodeKind;
 use std::path::{Path, PathBuf};
 
@@ -74,8 +74,11 @@ fn trace_grammar_matches_the_paper_format() {
 #[test]
 fn infinite_loops_exit_never_and_errors_exit_error() {
     let code = "import itertools\n\ndef spin():\n    x = 0\n    while True:\n        x += 1\n\ndef stuck():\n    return sum(itertools.count())\n\ndef boom(d):\n    return d['missing']\n";
-    let spin = trace_json(code, "spin()", &["--max-events", "500"]);
+    // The event cap stops the recording; the program runs on until the time limit says it
+    // never finishes.
+    let spin = trace_json(code, "spin()", &["--max-events", "500", "--timeout", "1.5"]);
     assert_eq!((spin.exit, spin.events.len()), (ExitKind::Never, 500));
+    assert!(!spin.is_truncated());
     // No Python-level events at all: only the wall clock can stop it.
     let stuck = trace_json(code, "stuck()", &["--timeout", "1.5"]);
     assert_eq!(stuck.exit, ExitKind::Never);
@@ -261,4 +264,45 @@ fn cruxeval_scores_wrong_predictions_as_failures() {
         assert_eq!(r.input_inv_step_call.outcome, Outcome::Fail, "{r:?}");
     }
     assert_eq!(bad.pass_at_1.output_step_return, 0.0);
+}
+
+#[test]
+fn exits_are_labelled_as_they_happened_and_a_decorated_call_starts_at_its_def_line() {
+    let limits = RecordLimits::standard();
+    let record = |code: &str| record_call(code, "f()", &limits).unwrap();
+    let clean = record("import sys\n\ndef f():\n    sys.exit(0)\n");
+    assert_eq!((clean.exit, clean.exception.as_deref()), (ExitKind::Normal, None));
+    let failed = record("import sys\n\ndef f():\n    sys.exit(2)\n");
+    assert_eq!(failed.exit, ExitKind::Error);
+    // os._exit ends the process inside the call: the trace is written first.
+    let left = record("import os\n\ndef f():\n    x = 1\n    os._exit(3)\n");
+    assert_eq!((left.exit, left.exception.as_deref()), (ExitKind::Error, Some("os._exit(3)")));
+    assert!(left.events.iter().any(|e| e.src.contains("x = 1")), "{:?}", left.events);
+    let quiet = record("import os\n\ndef f():\n    os._exit(0)\n");
+    assert_eq!(quiet.exit, ExitKind::Normal);
+    let killed = record("import os, signal\n\ndef f():\n    os.kill(os.getpid(), signal.SIGTERM)\n");
+    assert_eq!((killed.exit, killed.exception.as_deref()), (ExitKind::Error, Some("killed by signal 15")));
+    let decorated = record(
+        "import functools\n\ndef twice(g):\n    @functools.wraps(g)\n    def inner():\n        return 2 * g()\n    return inner\n\n@twice\ndef f():\n    return 21\n",
+    );
+    let call = decorated.events.iter().find(|e| e.func == "f").unwrap();
+    assert_eq!((call.lineno, call.src.as_str()), (10, "def f():"));
+    let inner = decorated.events.iter().find(|e| e.func == "inner").unwrap();
+    assert_eq!(inner.src, "    def inner():");
+}
+
+#[test]
+fn a_loop_that_finishes_after_the_event_cap_is_truncated_not_never() {
+    let code = "def count(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n";
+    let t = trace_json(code, "count(5000)", &["--max-events", "500"]);
+    assert_eq!((t.exit, t.limit, t.events.len()), (ExitKind::Normal, Some(Limit::Events), 500));
+    assert!(t.is_truncated());
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_code(dir.path(), code);
+    let text =
+        stdout_ok(&["debug", "--code", &path, "--call", "count(5000)", "--max-events", "500"], "continue\nquit\n");
+    assert!(
+        text.contains("[truncated] the recording stopped at its event limit here; the program ran on and ended normal"),
+        "{text}"
+    );
 }

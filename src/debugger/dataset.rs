@@ -77,6 +77,8 @@ pub fn generate(
     for (i, (row, trace)) in rows.iter().zip(traces).enumerate() {
         let id = row_id(row, i);
         match trace {
+            // A truncated trace cannot show its last states or the exits of its cut scopes.
+            Ok(trace) if trace.is_truncated() => *stats.exits.entry("truncated".into()).or_default() += 1,
             Ok(trace) => {
                 *stats.exits.entry(trace.exit.as_str().to_string()).or_default() += 1;
                 out.extend(sample_rows(&trace, &id, i, per_trace, seed, config));

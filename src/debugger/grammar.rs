@@ -128,13 +128,55 @@ pub fn action_token(action: &Action) -> &'static str {
 #[must_use]
 pub fn serialize_action(action: &Action) -> String {
     match action {
-        Action::Breakpoint(src) => format!("{ACTION_SEP}{}{src}", action_token(action)),
+        Action::Breakpoint(src) => format!("{ACTION_SEP}{}{}", action_token(action), escape(src)),
         _ => format!("{ACTION_SEP}{}", action_token(action)),
     }
 }
 
 fn json_str(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// The escape character of text inside the grammar (a private-use code point).
+const ESCAPE: char = '\u{E000}';
+
+/// Text as it goes between special tokens: `<|` becomes `<ESC|` (so no token can be read in
+/// it) and the escape character itself is doubled. [`unescape`] restores it.
+#[must_use]
+pub fn escape(text: &str) -> String {
+    if !text.contains("<|") && !text.contains(ESCAPE) {
+        return text.to_string();
+    }
+    let doubled = text.replace(ESCAPE, &format!("{ESCAPE}{ESCAPE}"));
+    doubled.replace("<|", &format!("<{ESCAPE}|"))
+}
+
+/// The text [`escape`] was given.
+#[must_use]
+pub fn unescape(text: &str) -> String {
+    if !text.contains(ESCAPE) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ESCAPE && chars.peek() == Some(&ESCAPE) {
+            chars.next();
+            out.push(ESCAPE);
+        } else if c == '<' && chars.peek() == Some(&ESCAPE) {
+            let mut ahead = chars.clone();
+            ahead.next();
+            if ahead.peek() == Some(&'|') {
+                chars.next();
+                out.push('<');
+            } else {
+                out.push(c);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Python `json.dumps` style: `{"a": "1", "b": "'x'"}`.
@@ -159,7 +201,7 @@ impl Frame {
         match self {
             Frame::State { event, src, arg } => {
                 let tok = event_token(*event);
-                let arg = serialize_arg(arg);
+                let (src, arg) = (escape(src), escape(&serialize_arg(arg)));
                 // Forward line events show the observation before the source (CWM order).
                 if *event == NodeKind::Line {
                     format!("{FRAME_SEP}{tok}{ARG_SEP}{arg}{SRC_SEP}{src}")
@@ -308,7 +350,7 @@ impl Trajectory {
     /// Header: `<|begin_of_text|><|trace_context_start|>CONTEXT`.
     #[must_use]
     pub fn header(&self) -> String {
-        format!("{BEGIN_OF_TEXT}{CONTEXT_START}{}", self.context)
+        format!("{BEGIN_OF_TEXT}{CONTEXT_START}{}", escape(&self.context))
     }
 
     /// Everything up to and including frame `k` (the state action `k` is taken from).
@@ -472,10 +514,10 @@ pub fn parse_frame(text: &str) -> Result<Frame, GrammarError> {
     while i < ps.len() {
         match ps[i] {
             Piece::Token("src_sep") => {
-                src = Some(text_at(&ps, i + 1).to_string());
+                src = Some(unescape(text_at(&ps, i + 1)));
             }
             Piece::Token("arg_sep") => {
-                arg_text = Some(text_at(&ps, i + 1).trim().to_string());
+                arg_text = Some(unescape(text_at(&ps, i + 1).trim()));
             }
             Piece::Token("action_sep" | "trace_end" | "end_of_text") => break,
             Piece::Token(other) => return Err(GrammarError::UnknownToken(other.to_string())),
@@ -506,7 +548,7 @@ pub fn parse_prompt(text: &str) -> Result<(String, Vec<Frame>, Vec<Action>), Gra
             at: text.chars().take(40).collect(),
         })?;
     let first = rest.find(FRAME_SEP).ok_or(GrammarError::Expected { expected: "<|frame_sep|>", at: String::new() })?;
-    let context = rest[..first].to_string();
+    let context = unescape(&rest[..first]);
     let mut frames = Vec::new();
     let mut actions = Vec::new();
     for chunk in rest[first..].split(FRAME_SEP).skip(1) {
@@ -555,7 +597,7 @@ pub fn parse_action(text: &str) -> Result<Action, GrammarError> {
         "step_into" => Action::StepInto,
         "step_over" => Action::StepOver,
         "step_return" => Action::StepReturn,
-        "breakpoint" => Action::Breakpoint(text_at(&ps, 1).to_string()),
+        "breakpoint" => Action::Breakpoint(unescape(text_at(&ps, 1))),
         "continue" => Action::Continue,
         "inv_step_into" => Action::InvStepInto,
         "inv_step_over" => Action::InvStepOver,
@@ -711,6 +753,29 @@ mod tests {
             }
         }
         assert_eq!(listed.len(), 29);
+    }
+
+    #[test]
+    fn special_tokens_inside_source_and_values_are_escaped_and_restored() {
+        use EventKind::*;
+        let tricky = "    s = '<|frame_sep|><|exit_normal|>\u{E000}<|'";
+        let value = "'<|action_sep|><|step_into|>'";
+        let mut t = count_trace();
+        t.events[3] = ev(Line, 1, 2, tricky, &[("s", value), ("t", "'b'")], None);
+        let tree = StateTree::forward(&t.whole());
+        let code = "def count(s, t):\n    s = '<|frame_sep|>'\n";
+        let actions = [Action::StepInto, Action::StepInto, Action::StepInto, Action::Breakpoint(tricky.into())];
+        let traj = replay(&tree, code, 0, &actions).expect("replay");
+        let text = traj.serialize();
+        assert_eq!(text.matches("<|frame_sep|>").count(), traj.frames.len(), "{text}");
+        let back = parse_trajectory(&text).expect("parses");
+        assert_eq!((back.context.as_str(), &back.frames, &back.actions), (code, &traj.frames, &traj.actions));
+        for k in 0..traj.actions.len() {
+            assert_eq!(parse_frame(&traj.frames[k + 1].serialize()), Ok(traj.frames[k + 1].clone()));
+        }
+        for plain in ["", "a < b | c", "<|", "\u{E000}", "<\u{E000}|", "x<\u{E000}\u{E000}|"] {
+            assert_eq!(unescape(&escape(plain)), plain);
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct ChildOutcome {
     pub success: bool,
     pub timed_out: bool,
     pub status: String,
+    /// The signal that killed the child, if one did (not our timeout).
+    pub signal: Option<i32>,
     pub stderr: String,
 }
 
@@ -124,6 +126,19 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
                 exit: ExitKind::Never,
                 limit: Some(Limit::Time),
                 exception: None,
+            })
+        }
+        // Killed by a signal it sent itself (or got) before the tracer could write.
+        Err(_) if outcome.signal.is_some() => {
+            return Ok(Trace {
+                format_version: TRACE_FORMAT_VERSION,
+                code: code.to_string(),
+                call: call.to_string(),
+                program,
+                events: Vec::new(),
+                exit: ExitKind::Error,
+                limit: None,
+                exception: outcome.signal.map(|n| format!("killed by signal {n}")),
             })
         }
         Err(_) => return Err(RecordError::NoOutput { status: outcome.status, stderr: outcome.stderr }),
@@ -204,7 +219,8 @@ pub fn run_python(
         let cut = (cut..stderr.len()).find(|&i| stderr.is_char_boundary(i)).unwrap_or(cut);
         stderr = stderr[cut..].to_string();
     }
-    Ok(ChildOutcome { success: status.success() && !timed_out, timed_out, status: status.to_string(), stderr })
+    let signal = if timed_out { None } else { std::os::unix::process::ExitStatusExt::signal(&status) };
+    Ok(ChildOutcome { success: status.success() && !timed_out, timed_out, status: status.to_string(), signal, stderr })
 }
 
 /// [`run_python`] through a [`crate::sandbox::Sandbox`]: `dir` is the only writable directory.
@@ -244,10 +260,15 @@ fn run_in_sandbox(
         let cut = (cut..stderr.len()).find(|&i| stderr.is_char_boundary(i)).unwrap_or(cut);
         stderr = stderr[cut..].to_string();
     }
+    let signal = match out.exit {
+        crate::process::Exit::Signalled(n) => Some(n),
+        _ => None,
+    };
     Ok(ChildOutcome {
         success: out.exit.is_success(),
         timed_out: out.exit.is_timeout(),
         status: format!("{:?}", out.exit),
+        signal,
         stderr,
     })
 }

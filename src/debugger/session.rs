@@ -3,7 +3,7 @@
 use super::grammar::{replay, serialize_action, serialize_locals, Arg, EmitState, Frame};
 use super::predictor::{NextStatePredictor, Prompt};
 use super::sampler::context_for;
-use super::trace::{ExitKind, Trace};
+use super::trace::{ExitKind, Limit, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
 use std::io::{BufRead, Write};
 
@@ -95,6 +95,8 @@ pub struct ReplayBackend {
     pos: Pos,
     /// The uncaught exception, shown at an `error` exit of the whole trace.
     exception: Option<String>,
+    /// The recording cap that truncated the trace (the program finished after it).
+    truncated: Option<&'static str>,
 }
 
 impl ReplayBackend {
@@ -103,7 +105,18 @@ impl ReplayBackend {
         let scope = trace.whole();
         let forward = StateTree::forward(&scope);
         let pos = if forward.nodes.is_empty() { Pos::Exit(scope.exit) } else { Pos::Forward(0) };
-        ReplayBackend { inverse: StateTree::inverse(&scope), forward, pos, exception: trace.exception.clone() }
+        let truncated = trace.is_truncated().then_some(match trace.limit {
+            Some(Limit::Bytes) => "size",
+            Some(Limit::Time) => "time",
+            _ => "event",
+        });
+        ReplayBackend {
+            inverse: StateTree::inverse(&scope),
+            forward,
+            pos,
+            exception: trace.exception.clone(),
+            truncated,
+        }
     }
 
     /// Current `(tree, node)`, if at a state.
@@ -149,8 +162,12 @@ fn render_locals(locals: &[(String, String)]) -> String {
 impl DebugBackend for ReplayBackend {
     fn show(&self) -> String {
         match self.pos {
-            Pos::Exit(e) => match (&self.exception, e) {
-                (Some(exc), ExitKind::Error) => format!("[exit] error: {exc}"),
+            Pos::Exit(e) => match (self.truncated, &self.exception, e) {
+                (Some(cap), ..) => format!(
+                    "[truncated] the recording stopped at its {cap} limit here; the program ran on and ended {}",
+                    e.as_str()
+                ),
+                (None, Some(exc), ExitKind::Error) => format!("[exit] error: {exc}"),
                 _ => format!("[exit] {}", e.as_str()),
             },
             Pos::Entry => "[entry] start of the trace (step to run forward)".into(),

@@ -26,7 +26,7 @@ pub enum ExitKind {
     Normal,
     /// Raised an uncaught exception (or the program did not load).
     Error,
-    /// Did not finish within the limits: treated as an infinite loop.
+    /// Did not finish within the time limit: treated as an infinite loop.
     Never,
 }
 
@@ -41,7 +41,10 @@ impl ExitKind {
     }
 }
 
-/// Which recording limit cut a trace short (all of them imply [`ExitKind::Never`]).
+/// Which recording limit cut a trace short. With [`ExitKind::Never`] the program did not
+/// finish within the time limit (the paper's infinite loop); with any other exit it did
+/// finish, after the recording had stopped at the cap: the trace is truncated
+/// ([`Trace::is_truncated`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
@@ -104,6 +107,14 @@ pub struct Scope {
 }
 
 impl Trace {
+    /// A cap stopped the recording while the program ran on, and it then finished: the
+    /// events after the cap are missing, so neither the last states nor the exit of the cut
+    /// scopes can be shown as if they were recorded.
+    #[must_use]
+    pub fn is_truncated(&self) -> bool {
+        self.limit.is_some() && self.exit != ExitKind::Never
+    }
+
     /// Indices of all call events (candidate trajectory entry points).
     #[must_use]
     pub fn call_indices(&self) -> Vec<usize> {

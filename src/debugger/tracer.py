@@ -30,7 +30,7 @@ def main():
         source = fh.read()
     lines = source.splitlines()
 
-    state = {"events": [], "bytes": 0, "written": False, "frames": [], "next_id": 0}
+    state = {"events": [], "bytes": 0, "written": False, "frames": [], "next_id": 0, "capped": None}
 
     def bounded(value, budget, seen):
         """repr(value), identical for small builtin values, bounded for huge ones."""
@@ -114,6 +114,17 @@ def main():
             return lines[lineno - 1]
         return ""
 
+    def def_line(lineno):
+        """The `def` (or `class`) line of a definition whose code starts at `lineno`: past
+        its decorators (a decorated function's code starts at the first decorator)."""
+        if not src_of(lineno).lstrip().startswith("@"):
+            return lineno
+        for candidate in range(lineno, min(lineno + 50, len(lines)) + 1):
+            text = src_of(candidate).lstrip()
+            if text.startswith(("def ", "async def ", "class ")):
+                return candidate
+        return lineno
+
     def record(frame, event, arg):
         frames = state["frames"]
         if event == "call":
@@ -121,6 +132,8 @@ def main():
             frames.append((frame, state["next_id"]))
         depth = len(frames) - 1
         lineno = frame.f_lineno or 0
+        if event == "call":
+            lineno = def_line(lineno)
         frame_id = frames[-1][1] if frames else 0
         if event in ("call", "line"):
             local_pairs = [[name, safe_repr(value)] for name, value in frame.f_locals.items()
@@ -145,23 +158,36 @@ def main():
         if event == "return" and frames:
             frames.pop()
         if len(state["events"]) >= max_events:
-            write("never", "events", None, True)
-        if state["bytes"] >= max_bytes:
-            write("never", "bytes", None, True)
+            stop_recording("events")
+        elif state["bytes"] >= max_bytes:
+            stop_recording("bytes")
+
+    def stop_recording(limit):
+        """A cap was hit: record nothing more, but let the program run on (untraced, at full
+        speed) to learn whether it finishes within the time limit: then the trace is only
+        truncated (its real exit, with `limit` set); otherwise the alarm labels it `never`."""
+        state["capped"] = limit
+        sys.settrace(None)
+        frame = sys._getframe(1)
+        while frame is not None:
+            frame.f_trace = None
+            frame = frame.f_back
 
     def local_trace(frame, event, arg):
+        if state["capped"]:
+            return None
         if event in ("line", "return", "exception"):
             record(frame, event, arg)
         return local_trace
 
     def global_trace(frame, event, arg):
-        if frame.f_code.co_filename != program_path:
+        if state["capped"] or frame.f_code.co_filename != program_path:
             return None
         record(frame, "call", arg)
         return local_trace
 
     def on_alarm(signum, frm):
-        write("never", "time", None, True)
+        write("never", state["capped"] or "time", None, True)
 
     signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, float(cfg["soft_timeout_s"]))
@@ -174,15 +200,26 @@ def main():
         write("error", None, safe_repr(exc), False)
         return
     exit_kind, exception = "normal", None
+    real_exit = os._exit
+
+    def os_exit(code):
+        # The process ends here, the call never returns: an exit like sys.exit's.
+        write("normal" if code == 0 else "error", state["capped"], None if code == 0 else "os._exit(%d)" % code, False)
+        real_exit(code)
+
+    os._exit = os_exit
     sys.settrace(global_trace)
     try:
         entry()
+    except SystemExit as exc:  # sys.exit(0) / sys.exit() end the program normally
+        if exc.code not in (None, 0):
+            exit_kind, exception = "error", safe_repr(exc)
     except BaseException as exc:  # noqa: BLE001 - the traced program may raise anything.
         exit_kind, exception = "error", safe_repr(exc)
     finally:
         sys.settrace(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
-    write(exit_kind, None, exception, False)
+    write(exit_kind, state["capped"], exception, False)
 
 
 if __name__ == "__main__":
