@@ -76,7 +76,7 @@ fn infinite_loops_exit_never_and_errors_exit_error() {
     let code = "import itertools\n\ndef spin():\n    x = 0\n    while True:\n        x += 1\n\ndef stuck():\n    return sum(itertools.count())\n\ndef boom(d):\n    return d['missing']\n";
     // The event cap stops the recording; the program runs on until the time limit says it
     // never finishes.
-    let spin = trace_json(code, "spin()", &["--max-events", "500", "--timeout", "1.5"]);
+    let spin = trace_json(code, "spin()", &["--max-events", "500", "--timeout", "2"]);
     assert_eq!((spin.exit, spin.events.len()), (ExitKind::Never, 500));
     assert!(!spin.is_truncated());
     // No Python-level events at all: only the wall clock can stop it.
@@ -305,4 +305,22 @@ fn a_loop_that_finishes_after_the_event_cap_is_truncated_not_never() {
         text.contains("[truncated] the recording stopped at its event limit here; the program ran on and ended normal"),
         "{text}"
     );
+}
+
+#[test]
+fn a_runaway_recursion_keeps_its_unwinding_or_says_it_is_truncated() {
+    let limits = RecordLimits { max_events: 100_000, ..RecordLimits::standard() };
+    let count = |t: &Trace, kind: &str| t.events.iter().filter(|e| format!("{:?}", e.event) == kind).count();
+    let t = record_call("def down(n):\n    return down(n + 1)\n", "down(0)", &limits).unwrap();
+    assert_eq!((t.exit, t.limit), (ExitKind::Error, None));
+    assert!(count(&t, "Call") > 100);
+    assert_eq!(count(&t, "Call"), count(&t, "Return"), "every call unwinds");
+    assert_eq!(count(&t, "Call"), count(&t, "Exception"));
+    let last = t.events.last().unwrap();
+    assert_eq!((format!("{:?}", last.event).as_str(), last.depth), ("Return", 0));
+    // A frame with a finally block could run code while unwinding: not invented, truncated.
+    let code = "def down(n):\n    try:\n        return down(n + 1)\n    finally:\n        n = 0\n";
+    let t = record_call(code, "down(0)", &limits).unwrap();
+    assert_eq!((t.exit, t.limit), (ExitKind::Error, Some(Limit::Recursion)));
+    assert!(t.is_truncated());
 }

@@ -99,8 +99,10 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
     let config_path = dir.path().join("config.json");
     fs::write(&program_path, &program).map_err(io_err("write program.py"))?;
     fs::write(&tracer_path, TRACER_PY).map_err(io_err("write tracer.py"))?;
-    // The tracer stops itself a bit before the hard kill so that it can still write.
-    let soft = limits.timeout.as_secs_f64() * 0.8;
+    // The tracer stops itself before the hard kill so that it can still write: a fifth of
+    // the budget, at least a second when that leaves it half.
+    let total = limits.timeout.as_secs_f64();
+    let soft = (total - (total * 0.2).max(1.0)).max(total * 0.5);
     let config = serde_json::json!({
         "program_path": program_path,
         "out_path": out_path,

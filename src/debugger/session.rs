@@ -108,6 +108,7 @@ impl ReplayBackend {
         let truncated = trace.is_truncated().then_some(match trace.limit {
             Some(Limit::Bytes) => "size",
             Some(Limit::Time) => "time",
+            Some(Limit::Recursion) => "recursion",
             _ => "event",
         });
         ReplayBackend {

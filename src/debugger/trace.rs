@@ -54,6 +54,10 @@ pub enum Limit {
     Bytes,
     /// The wall-clock budget ran out.
     Time,
+    /// Tracing stopped at the bottom of a runaway recursion (Python switches a tracer off
+    /// when it overflows the stack), and frames that could run code while unwinding (try,
+    /// with, finally) were open: what they did then is unknown.
+    Recursion,
 }
 
 /// One recorded event. `locals` are `(name, bounded repr)` pairs in frame order.

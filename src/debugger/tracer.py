@@ -186,6 +186,30 @@ def main():
         record(frame, "call", arg)
         return local_trace
 
+    def unwind(exc):
+        """Python switches tracing off for good when the tracer itself overflows the stack,
+        which it does at the bottom of a runaway recursion (it runs on top of the program's
+        frames): the unwinding of the RecursionError is then not seen. When it reached the
+        traced call uncaught, through frames that cannot run code while unwinding (no try,
+        with or finally: an empty exception table), the unwinding is known: each open frame,
+        innermost first, gets its `exception` and `return` events. Otherwise the trace is
+        labelled truncated at the recursion limit."""
+        frames = state["frames"]
+        if not all(getattr(f.f_code, "co_exceptiontable", b"x") == b"" for f, _ in frames):
+            state["capped"] = "recursion"
+            return
+        last = {}
+        for ev in state["events"]:
+            last[ev["frame"]] = ev
+        value = safe_repr(exc)
+        while frames:
+            frame, frame_id = frames.pop()
+            ev = last.get(frame_id)
+            if ev is None:
+                continue
+            for kind, shown in (("exception", value), ("return", "None")):
+                state["events"].append(dict(ev, event=kind, value=shown, depth=len(frames)))
+
     def on_alarm(signum, frm):
         write("never", state["capped"] or "time", None, True)
 
@@ -216,6 +240,8 @@ def main():
             exit_kind, exception = "error", safe_repr(exc)
     except BaseException as exc:  # noqa: BLE001 - the traced program may raise anything.
         exit_kind, exception = "error", safe_repr(exc)
+        if isinstance(exc, RecursionError) and sys.gettrace() is None and not state["capped"]:
+            unwind(exc)
     finally:
         sys.settrace(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
