@@ -102,38 +102,28 @@ fn huge_and_unprintable_values_have_bounded_reprs() {
     assert_eq!(get("me"), "[[...]]");
 }
 
+/// Compare `text` with the snapshot `tests/fixtures/pdb/NAME.txt` (written anew with
+/// `DEEPDEBUG_UPDATE_SNAPSHOTS=1`).
+fn assert_snapshot(name: &str, text: &str) {
+    let path = repo(&format!("tests/fixtures/pdb/{name}.txt"));
+    if std::env::var("DEEPDEBUG_UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(text, expected, "the session differs from {}", path.display());
+}
+
 #[test]
-fn debug_front_end_reads_commands_from_stdin() {
+fn a_pdb_session_with_conditional_and_temporary_breakpoints_displays_frames_and_reverse_steps() {
     let dir = tempfile::tempdir().expect("tempdir");
     let code_path = write_code(dir.path(), COUNT);
     let args = ["debug", "--code", &code_path, "--call", "count('berry', 'r')"];
-    let out = stdout_ok(&args, "step\nstep\nnext\nbreak 5\nprint\nwhere\nback\nback\nreturn\ncontinue\nback\nquit\n");
-    let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
-    assert_eq!(
-        states,
-        [
-            "[call] main:7 depth=0 | def main():",
-            "[line] main:8 depth=0 |     return count('berry', 'r')",
-            "[call] count:1 depth=1 | def count(s, t):",
-            "[line] count:2 depth=1 |     n = 0",
-            "[line] count:5 depth=1 |     return n",
-            "[inv_line] count:3 depth=1 |     for c in s:",
-            "[inv_line] count:4 depth=1 |         n += int(c == t)",
-            "[return] count:5 depth=1 |     return n",
-            "[exit] normal",
-            "[inv_return] main:8 depth=0 |     return count('berry', 'r')",
-        ],
-        "{out}"
-    );
-    assert!(out.contains("  main:8 | return count('berry', 'r')\n  count:5 | return n"), "{out}");
-    assert!(out.contains("\"n\": \"2\", \"c\": \"'y'\""), "{out}");
-    // The oracle backend goes through serialize -> predict -> parse and agrees.
-    let oracle =
-        stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "step\nstep\nnext\nbreak 5\nreturn\ncontinue\n");
-    let lines: Vec<&str> = oracle.lines().filter(|l| l.starts_with('[')).collect();
-    assert_eq!(lines.len(), 7, "{oracle}");
-    assert_eq!(lines[4], "[line]     return n");
-    assert_eq!(lines[6], "[exit] normal");
+    let commands = "b 4, c == 'r'\nc\np n\np n + 10\ndisplay n\nc\n\nrc\nargs\nw\nup\np c\ndown\nl\ntbreak 5\nb\ncl 1\nc\nuntil\nretval\nc\nback\nrnext\nll\nstep\njump 4\nbk\nrcall\nfrobnicate\nq\n";
+    assert_snapshot("count_session", &stdout_ok(&args, commands));
+    // The oracle backend goes through serialize -> predict -> parse and stops at the same places.
+    let oracle = stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "b 4, c == 'r'\nc\np n\nc\np n\nc\n");
+    assert_snapshot("count_session_oracle", &oracle);
     let neural = run(&[&args[..], &["--backend", "neural"]].concat(), "");
     assert!(!neural.status.success());
 }
@@ -147,10 +137,12 @@ fn debug_replays_a_saved_trace_and_reports_the_exception() {
     );
     let trace_path = dir.path().join("t.json").display().to_string();
     stdout_ok(&["trace", "--code", &code_path, "--call", "f([5, 0])", "--out", &trace_path], "");
-    let out = stdout_ok(&["debug", "--trace", &trace_path], "break total += 10 // x\nnext\nnext\nnext\ncontinue\n");
-    assert!(out.contains("[line] f:4 depth=1 |         total += 10 // x\n  locals: {\"xs\": \"[5, 0]\", \"total\": \"0\", \"x\": \"5\"}"), "{out}");
-    assert!(out.contains("[exception] f:4 depth=1"), "{out}");
-    assert!(out.contains("  value: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
+    let out = stdout_ok(&["debug", "--trace", &trace_path], "jump total += 10 // x\np\nnext\nnext\nnext\ncontinue\n");
+    assert!(out.contains("> t.json(4)f()\n-> total += 10 // x\n(Pdb) p\nxs = [5, 0]\ntotal = 0\nx = 5\n"), "{out}");
+    assert!(
+        out.contains("ZeroDivisionError('integer division or modulo by zero')\n> t.json(4)f()\n-> total += 10 // x"),
+        "{out}"
+    );
     assert!(out.contains("[exit] error: ZeroDivisionError('integer division or modulo by zero')"), "{out}");
     // A syntax error is data too: the trace exits with error before any event.
     let broken = trace_json("def f(:\n    pass\n", "f()", &[]);

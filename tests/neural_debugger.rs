@@ -178,8 +178,8 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
     std::fs::write(&code, "def f(x):\n    y = x + 1\n    return y * 2\n").expect("write");
     let debug = ["debug", "--code", s(&code), "--call", "f(3)", "--backend", "neural", "--cpu"];
     let session = stdout_ok(&[&debug[..], &["--model", m]].concat(), "step\nprint\nback\ncontinue\nquit\n");
-    assert!(session.starts_with("[call] def main():\n  locals: {}\n(ddb) step\n"), "{session}");
-    assert!(session.contains("(ddb) back\n[call] def main():"), "{session}");
+    assert!(session.starts_with("--Call--\n> a.py(5)main()\n-> def main():\n(Pdb) step\n"), "{session}");
+    assert!(session.contains("(Pdb) back\n--Call--\n> a.py(5)main()"), "{session}");
 
     // Missing, non-model and wrong-task model directories are errors that say so.
     fails_with(&debug, "--backend neural needs --model DIR");

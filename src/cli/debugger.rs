@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
-use deepdebug::debugger::{cruxeval, dataset, eval, neural, predictor, record, sampler, session, trace};
+use deepdebug::debugger::{cruxeval, dataset, eval, neural, pdb, predictor, record, sampler, session, trace};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -261,19 +261,25 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
             let mut input = stdin.lock();
             let mut stdout = std::io::stdout().lock();
             let input: &mut dyn BufRead = &mut input;
-            match backend {
-                Backend::Real => {
-                    session::run(&mut session::ReplayBackend::new(&t), &t.program, input, &mut stdout, echo)?
-                }
+            // Locations name the --code file (line numbers are its own; the generated entry
+            // point `main` follows its last line), or the saved trace.
+            let file = source
+                .code
+                .as_ref()
+                .or(source.trace.as_ref())
+                .and_then(|p| p.file_name())
+                .map_or_else(|| "<program>".to_string(), |n| n.to_string_lossy().into_owned());
+            let mut backend: Box<dyn session::DebugBackend> = match backend {
+                Backend::Real => Box::new(session::ReplayBackend::new(&t)),
                 Backend::Oracle => {
-                    let mut b = session::PredictorBackend::new(predictor::OraclePredictor::new(vec![t.clone()]), &t);
-                    session::run(&mut b, &t.program, input, &mut stdout, echo)?;
+                    Box::new(session::PredictorBackend::new(predictor::OraclePredictor::new(vec![t.clone()]), &t))
                 }
                 Backend::Neural => {
                     let p = neural.context("the neural model was loaded above")?;
-                    session::run(&mut session::PredictorBackend::new(p, &t), &t.program, input, &mut stdout, echo)?;
+                    Box::new(session::PredictorBackend::new(p, &t))
                 }
-            }
+            };
+            pdb::run(backend.as_mut(), &t.program, &file, input, &mut stdout, echo)?;
             Ok(())
         }
         DebuggerCommand::Dap { python } => {

@@ -8,6 +8,7 @@ pub mod eval;
 mod fixtures;
 pub mod grammar;
 pub mod neural;
+pub mod pdb;
 pub mod predictor;
 pub mod record;
 pub mod sampler;

@@ -1,63 +1,10 @@
-//! The pdb-like `debug` front end: commands from a reader, over a replay or predictor backend.
+//! Backends of the `debug` front end: exact replay of a recorded trace, both ways, or predicted states.
 
 use super::grammar::{replay, serialize_action, serialize_locals, Arg, EmitState, Frame};
 use super::predictor::{NextStatePredictor, Prompt};
 use super::sampler::context_for;
 use super::trace::{ExitKind, Limit, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
-use std::io::{BufRead, Write};
-
-/// A front-end command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Act(Action),
-    /// Step backwards (replay: `inv_step_into`; predictor: undo the last step).
-    Back,
-    Print,
-    Where,
-    Help,
-    Quit,
-}
-
-const HELP: &str = "commands: step|s (step_into), next|n (step_over), return|r (step_return), \
-break|b LINE-NUMBER|SOURCE (breakpoint: jump to the next state on that line), continue|c, \
-back|bk (inv_step_into), rnext (inv_step_over), rcall (inv_step_call), print|p, where|w, help|h, quit|q";
-
-/// Parse one command line. `program_lines` resolves `break N` to the text of line N.
-///
-/// # Errors
-/// Returns a message for unknown commands or bad arguments.
-pub fn parse_command(line: &str, program_lines: &[&str]) -> Result<Command, String> {
-    let line = line.trim();
-    let (word, rest) = line.split_once(char::is_whitespace).map_or((line, ""), |(w, r)| (w, r.trim()));
-    Ok(match word {
-        "s" | "step" => Command::Act(Action::StepInto),
-        "n" | "next" => Command::Act(Action::StepOver),
-        "r" | "return" => Command::Act(Action::StepReturn),
-        "c" | "continue" | "cont" => Command::Act(Action::Continue),
-        "b" | "break" => {
-            if rest.is_empty() {
-                return Err("break needs a line number or source text".into());
-            }
-            let src = match rest.parse::<usize>() {
-                Ok(n) => match n.checked_sub(1).and_then(|i| program_lines.get(i)) {
-                    Some(text) => (*text).to_string(),
-                    None => return Err(format!("no line {n} in the program")),
-                },
-                Err(_) => rest.to_string(),
-            };
-            Command::Act(Action::Breakpoint(src))
-        }
-        "bk" | "back" => Command::Back,
-        "rnext" => Command::Act(Action::InvStepOver),
-        "rcall" => Command::Act(Action::InvStepCall),
-        "p" | "print" => Command::Print,
-        "w" | "where" => Command::Where,
-        "h" | "help" | "?" => Command::Help,
-        "q" | "quit" | "exit" => Command::Quit,
-        other => return Err(format!("unknown command {other:?} (try help)")),
-    })
-}
 
 /// Something the front end can drive.
 pub trait DebugBackend {
@@ -77,6 +24,28 @@ pub trait DebugBackend {
     /// # Errors
     /// Returns a message at the start of the trace.
     fn back(&mut self) -> Result<(), String>;
+    /// The current state (`None` before the first or after the last).
+    fn location(&self) -> Option<Location>;
+    /// The call stack at the current state, outermost first (the current state last); just
+    /// the current state where the backend does not track the stack.
+    fn frames(&self) -> Vec<Location> {
+        self.location().into_iter().collect()
+    }
+}
+
+/// One state as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub kind: NodeKind,
+    pub func: String,
+    /// 1-based line in the program (0 when unknown).
+    pub line: u32,
+    pub src: String,
+    pub depth: usize,
+    /// `(name, repr)`; a predicted delta's unchanged entries are left out.
+    pub locals: Vec<(String, String)>,
+    /// Return value or exception.
+    pub value: Option<String>,
 }
 
 /// Position in a replayed trace.
@@ -248,6 +217,37 @@ impl DebugBackend for ReplayBackend {
     fn back(&mut self) -> Result<(), String> {
         self.act(&Action::InvStepInto)
     }
+
+    fn location(&self) -> Option<Location> {
+        let (tree, i) = self.node()?;
+        Some(location_of(tree, i, tree.nodes[i].kind))
+    }
+
+    fn frames(&self) -> Vec<Location> {
+        let Some(current) = self.location() else { return Vec::new() };
+        let Some(mut i) = self.forward_node() else { return vec![current] };
+        let mut frames = vec![current];
+        while let Some(parent) = self.forward.nodes[i].parent {
+            frames.push(location_of(&self.forward, parent, NodeKind::Line));
+            i = parent;
+        }
+        frames.reverse();
+        frames
+    }
+}
+
+/// The state of node `i` of `tree`, shown as `kind`.
+fn location_of(tree: &StateTree, i: usize, kind: NodeKind) -> Location {
+    let e = tree.event_of(i);
+    Location {
+        kind,
+        func: e.func.clone(),
+        line: e.lineno,
+        src: e.src.clone(),
+        depth: tree.nodes[i].depth,
+        locals: e.locals.clone(),
+        value: e.value.clone(),
+    }
 }
 
 fn kind_name(kind: NodeKind) -> &'static str {
@@ -270,6 +270,11 @@ pub struct PredictorBackend<P: NextStatePredictor> {
     predictor: P,
     /// `(prefix text, current frame)` after each step; the last is the current state.
     history: Vec<(String, Frame)>,
+    /// The program's lines (to find a predicted state's line number).
+    lines: Vec<String>,
+    /// After each step of `history`: the open calls (function, full locals), innermost last,
+    /// rebuilt from the predicted deltas.
+    calls: Vec<Vec<OpenCall>>,
 }
 
 impl<P: NextStatePredictor> PredictorBackend<P> {
@@ -286,7 +291,9 @@ impl<P: NextStatePredictor> PredictorBackend<P> {
             EmitState::default().frame(&tree, Target::Node(0), true)
         };
         let prefix = replay(&tree, &context, 0, &[]).map(|t| t.prefix(0)).unwrap_or_default();
-        PredictorBackend { predictor, history: vec![(prefix, first)] }
+        let lines = trace_for_context.program.lines().map(str::to_string).collect();
+        let calls = vec![open_calls(&[], None, &first)];
+        PredictorBackend { predictor, history: vec![(prefix, first)], lines, calls }
     }
 
     fn current(&self) -> &(String, Frame) {
@@ -334,6 +341,8 @@ impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
         }
         let next = self.predictor.predict_frame(&Prompt { prefix: &prefix, action }).map_err(|e| e.to_string())?;
         let new_prefix = format!("{prefix}{}{}", serialize_action(action), next.serialize());
+        let calls = open_calls(self.calls.last().map_or(&[][..], Vec::as_slice), Some(&frame), &next);
+        self.calls.push(calls);
         self.history.push((new_prefix, next));
         Ok(())
     }
@@ -343,148 +352,63 @@ impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
             return Err("already at the start of the trace".into());
         }
         self.history.pop();
+        self.calls.pop();
         Ok(())
     }
-}
 
-/// Run the command loop until `quit` or end of input. When `echo` is set (non-interactive
-/// input), each command is printed after the prompt so the transcript reads like a session.
-///
-/// # Errors
-/// Fails only on I/O errors.
-pub fn run(
-    backend: &mut dyn DebugBackend,
-    program: &str,
-    input: &mut dyn BufRead,
-    out: &mut dyn Write,
-    echo: bool,
-) -> std::io::Result<()> {
-    let lines: Vec<&str> = program.lines().collect();
-    writeln!(out, "{}", backend.show())?;
-    loop {
-        write!(out, "(ddb) ")?;
-        out.flush()?;
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
-            writeln!(out)?;
-            return Ok(());
-        }
-        if echo {
-            writeln!(out, "{}", line.trim_end())?;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let result = match parse_command(&line, &lines) {
-            Err(msg) => Err(msg),
-            Ok(Command::Quit) => return Ok(()),
-            Ok(Command::Help) => {
-                writeln!(out, "{HELP}")?;
-                Ok(())
-            }
-            Ok(Command::Print) => {
-                writeln!(out, "{}", backend.print())?;
-                Ok(())
-            }
-            Ok(Command::Where) => {
-                backend.stack().map(|s| writeln!(out, "{s}")).and_then(|r| r.map_err(|e| e.to_string()))
-            }
-            Ok(Command::Back) => {
-                backend.back().map(|()| writeln!(out, "{}", backend.show())).and_then(|r| r.map_err(|e| e.to_string()))
-            }
-            Ok(Command::Act(action)) => backend
-                .act(&action)
-                .map(|()| writeln!(out, "{}", backend.show()))
-                .and_then(|r| r.map_err(|e| e.to_string())),
+    fn location(&self) -> Option<Location> {
+        let Frame::State { event, src, arg } = &self.current().1 else { return None };
+        let value = match arg {
+            Arg::Locals(_) => None,
+            Arg::Value(v) => Some(v.clone()),
         };
-        if let Err(msg) = result {
-            writeln!(out, "*** {msg}")?;
-        }
+        let calls = self.calls.last().map_or(&[][..], Vec::as_slice);
+        // A return's call is already closed in `calls`: it is the one just popped.
+        let (func, locals) = calls.last().cloned().unwrap_or_default();
+        let line =
+            self.lines.iter().position(|l| l.trim() == src.trim()).map_or(0, |i| u32::try_from(i + 1).unwrap_or(0));
+        let depth = calls.len().saturating_sub(1);
+        Some(Location { kind: *event, func, line, src: src.clone(), depth, locals, value })
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A call whose return has not been shown yet: its function and full locals.
+type OpenCall = (String, Vec<(String, String)>);
 
-    #[test]
-    fn commands_parse_with_aliases_and_line_numbers() {
-        let lines = ["def f(x):", "    return x"];
-        assert_eq!(parse_command("s", &lines), Ok(Command::Act(Action::StepInto)));
-        assert_eq!(parse_command(" next ", &lines), Ok(Command::Act(Action::StepOver)));
-        assert_eq!(parse_command("break 2", &lines), Ok(Command::Act(Action::Breakpoint("    return x".into()))));
-        assert_eq!(parse_command("b return x", &lines), Ok(Command::Act(Action::Breakpoint("return x".into()))));
-        assert!(parse_command("break 9", &lines).is_err());
-        assert!(parse_command("break", &lines).is_err());
-        assert!(parse_command("frobnicate", &lines).is_err());
-        assert_eq!(parse_command("back", &lines), Ok(Command::Back));
+/// The open calls after `frame`, from those before it: a call opens one (named by its `def`
+/// line), a line updates the innermost one's locals from the delta, a return closes it after
+/// it has been shown (it stays open in the state that shows the return).
+fn open_calls(before: &[OpenCall], previous: Option<&Frame>, frame: &Frame) -> Vec<OpenCall> {
+    let mut calls = before.to_vec();
+    // The return the previous state showed has closed its call now.
+    if matches!(previous, Some(Frame::State { event: NodeKind::Return, .. })) {
+        calls.pop();
     }
-
-    fn transcript(backend: &mut dyn DebugBackend, program: &str, commands: &str) -> String {
-        let mut out = Vec::new();
-        run(backend, program, &mut commands.as_bytes(), &mut out, true).expect("in-memory io");
-        String::from_utf8(out).expect("utf-8")
+    let Frame::State { event, src, arg } = frame else { return calls };
+    match event {
+        NodeKind::Call => {
+            let name = src.trim().trim_start_matches("async ").strip_prefix("def ").unwrap_or("");
+            let name = name.split(['(', ':']).next().unwrap_or("").trim().to_string();
+            let locals = match arg {
+                Arg::Locals(l) => l.iter().filter(|(k, _)| k != "..").cloned().collect(),
+                Arg::Value(_) => Vec::new(),
+            };
+            calls.push((name, locals));
+        }
+        _ => {
+            if let (Some(top), Arg::Locals(pairs)) = (calls.last_mut(), arg) {
+                let delta = pairs.first().is_some_and(|(k, _)| k == "..");
+                if !delta {
+                    top.1.clear();
+                }
+                for (name, value) in pairs.iter().filter(|(k, _)| k != "..") {
+                    match top.1.iter_mut().find(|(n, _)| n == name) {
+                        Some(slot) => slot.1.clone_from(value),
+                        None => top.1.push((name.clone(), value.clone())),
+                    }
+                }
+            }
+        }
     }
-
-    #[test]
-    fn replay_steps_forward_and_back_exactly() {
-        let trace = crate::debugger::fixtures::nested_calls();
-        let mut b = ReplayBackend::new(&trace);
-        let out = transcript(&mut b, &trace.program, "step\nstep\nnext\nnext\nnext\nstep\nreturn\nback\nback\nrcall\n");
-        let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
-        let expect = [
-            "[call] :12 depth=0 | def main():",
-            "[line] :13 depth=0 |     return total([1, -2])",
-            "[call] :6 depth=1 | def total(xs):",
-            "[line] :7 depth=1 |     t = 0",
-            "[line] :8 depth=1 |     for x in xs:",
-            "[line] :9 depth=1 |         t += absolute(x)",
-            "[call] :1 depth=2 | def absolute(x):",
-            "[return] :4 depth=2 |     return x",
-            "[inv_line] :4 depth=2 |     return x",
-            "[inv_line] :2 depth=2 |     if x < 0:",
-            "[inv_call] :1 depth=2 | def absolute(x):",
-        ];
-        assert_eq!(states, expect, "{out}");
-    }
-
-    #[test]
-    fn back_from_the_exit_and_past_the_start() {
-        let trace = crate::debugger::fixtures::nested_calls();
-        let mut b = ReplayBackend::new(&trace);
-        let out = transcript(&mut b, &trace.program, "continue\nstep\nback\nrcall\nback\nback\n");
-        assert!(out.contains("[exit] normal"), "{out}");
-        assert!(out.contains("*** the program has finished"), "{out}");
-        assert!(out.contains("[inv_return] :13 depth=0"), "{out}");
-        assert!(out.contains("[inv_call] :12 depth=0 | def main():"), "{out}");
-        assert!(out.contains("[entry]"), "{out}");
-        assert!(out.contains("*** already at the start"), "{out}");
-    }
-
-    #[test]
-    fn predictor_backend_with_the_oracle_follows_the_trace_and_undoes() {
-        let trace = crate::debugger::fixtures::nested_calls();
-        let oracle = crate::debugger::predictor::OraclePredictor::new(vec![trace.clone()]);
-        let mut b = PredictorBackend::new(oracle, &trace);
-        let out =
-            transcript(&mut b, &trace.program, "step\nstep\nbreak 10\nnext\nback\nreturn\ncontinue\nstep\nrnext\n");
-        let states: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
-        assert_eq!(
-            states,
-            [
-                "[call] def main():",
-                "[line]     return total([1, -2])",
-                "[call] def total(xs):",
-                "[line]     return t",
-                "[return]     return t",
-                "[line]     return t",
-                "[return]     return t",
-                "[exit] normal",
-            ],
-            "{out}"
-        );
-        assert!(out.contains("locals: {\"xs\": \"[1, -2]\", \"t\": \"3\", \"x\": \"-2\"}"), "{out}");
-        assert!(out.contains("*** the program has finished"), "{out}");
-        assert!(out.contains("*** the neural backend runs forward only"), "{out}");
-    }
+    calls
 }
