@@ -316,3 +316,30 @@ fn a_runaway_recursion_keeps_its_unwinding_or_says_it_is_truncated() {
     assert_eq!((t.exit, t.limit), (ExitKind::Error, Some(Limit::Recursion)));
     assert!(t.is_truncated());
 }
+
+#[test]
+fn functions_passed_as_arguments_carry_their_source_so_the_oracle_predicts_inputs_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = [
+        ("lambda", "def f(g, xs):\n    return [g(x) for x in xs]\n", "lambda x: x * 2, [1, 2]", "[2, 4]"),
+        ("named", "def inc(n):\n    return n + 1\n\ndef f(g, x):\n    return g(g(x))\n", "inc, 1", "3"),
+        ("two", "def f(a, b):\n    return a(1) + b(1)\n", "lambda x: x + 1, lambda y: y * 10", "12"),
+    ];
+    let text: String = rows
+        .iter()
+        .map(|(id, code, input, output)| {
+            format!("{}\n", serde_json::json!({"id": id, "code": code, "input": input, "output": output}))
+        })
+        .collect();
+    let path = dir.path().join("rows.jsonl");
+    std::fs::write(&path, text).expect("write");
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", path.to_str().expect("utf-8")], ""))
+            .expect("report");
+    for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
+        assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
+    }
+    let t = trace_json(rows[0].1, "f(lambda x: x * 2, [1, 2])", &[]);
+    let call = t.events.iter().find(|e| e.func == "f").expect("f's call");
+    assert_eq!(call.locals[0], ("g".to_string(), "lambda x: x * 2".to_string()));
+}

@@ -7,11 +7,13 @@
 # `main`) is called under the tracer. Only frames whose code lives in the program file are
 # recorded. The result is written as JSON to out_path exactly once; hitting a limit writes
 # the events recorded so far with exit "never" and terminates the process immediately.
+import ast
 import json
 import os
 import re
 import signal
 import sys
+import types
 
 FORMAT_VERSION = 1
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -44,6 +46,10 @@ def main():
                 return repr(value)
             except ValueError:
                 return "<int with %d bits>" % value.bit_length()
+        if t is types.FunctionType:
+            shown = function_source(value)
+            if shown is not None:
+                return shown
         if t in (list, tuple, dict, set, frozenset):
             if id(value) in seen:
                 return {list: "[...]", dict: "{...}"}.get(t, "...")
@@ -80,6 +86,36 @@ def main():
         if not isinstance(text, str):
             return "<unrepresentable %s>" % t.__name__
         return _ADDR.sub("", text)
+
+    parsed = {}
+
+    def lambdas_on(line):
+        if "tree" not in parsed:
+            try:
+                parsed["tree"] = ast.parse(source)
+            except SyntaxError:
+                parsed["tree"] = None
+        tree = parsed["tree"]
+        if tree is None:
+            return []
+        if "lambdas" not in parsed:
+            parsed["lambdas"] = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        return [n for n in parsed["lambdas"] if n.lineno == line]
+
+    def function_source(fn):
+        """A function of the program shown as code that evaluates back to it: a lambda as
+        its source, a function defined at the top of the program as its name (a lambda's
+        or function's repr, `<function f.<locals>.<lambda>>`, cannot be evaluated)."""
+        code = fn.__code__
+        if code.co_filename != program_path:
+            return None
+        if fn.__name__ != "<lambda>":
+            return fn.__name__ if namespace.get(fn.__name__) is fn else None
+        found = lambdas_on(code.co_firstlineno)
+        if len(found) > 1 and hasattr(code, "co_positions"):
+            cols = [c for _, _, c, _ in code.co_positions() if c is not None]
+            found = [n for n in found if cols and n.body.col_offset in cols] or found
+        return ast.get_source_segment(source, found[0]) if len(found) == 1 else None
 
     def safe_repr(value):
         try:
