@@ -101,7 +101,7 @@ impl Pdb<'_> {
             "n" | "next" => self.act(&Action::StepOver),
             "r" | "return" => self.act(&Action::StepReturn),
             "back" | "bk" => {
-                self.backend.back()?;
+                self.backend.back().map_err(|e| e.to_string())?;
                 Ok(Some(self.stopped()))
             }
             "rnext" => self.act(&Action::InvStepOver),
@@ -139,7 +139,7 @@ impl Pdb<'_> {
 
     /// Take a paper action, then show where it led.
     fn act(&mut self, action: &Action) -> Result<Option<String>, String> {
-        self.backend.act(action)?;
+        self.backend.act(action).map_err(|e| e.to_string())?;
         Ok(Some(self.stopped()))
     }
 
@@ -284,7 +284,7 @@ impl Pdb<'_> {
     /// Returns a message to show instead of the location when it gave up.
     fn continue_forward(&mut self) -> Result<Option<String>, String> {
         if !self.breakpoints.iter().any(|b| b.enabled) {
-            return self.backend.act(&Action::Continue).map(|()| None);
+            return self.backend.act(&Action::Continue).map(|()| None).map_err(|e| e.to_string());
         }
         for _ in 0..MAX_STEPS {
             if self.backend.act(&Action::StepInto).is_err() || self.backend.location().is_none() {
@@ -316,7 +316,7 @@ impl Pdb<'_> {
     fn until(&mut self) -> Result<(), String> {
         let Some(start) = self.backend.location() else { return Err("not at a state".into()) };
         for _ in 0..MAX_STEPS {
-            self.backend.act(&Action::StepOver)?;
+            self.backend.act(&Action::StepOver).map_err(|e| e.to_string())?;
             let Some(loc) = self.backend.location() else { return Ok(()) };
             let returned = loc.kind == NodeKind::Return && loc.depth == start.depth;
             if loc.depth < start.depth || returned || (loc.depth == start.depth && loc.line > start.line) {

@@ -1,29 +1,46 @@
 //! Backends of the `debug` front end: exact replay of a recorded trace, both ways, or predicted states.
 
 use super::grammar::{replay, serialize_action, serialize_locals, Arg, EmitState, Frame};
-use super::predictor::{NextStatePredictor, Prompt};
+use super::predictor::{NextStatePredictor, PredictError, Prompt};
 use super::sampler::context_for;
 use super::trace::{ExitKind, Limit, Trace};
-use super::tree::{Action, Direction, NodeKind, StateTree, Target};
+use super::tree::{Action, Direction, NodeKind, StateTree, Target, TreeError};
+
+/// Why a backend could not take a step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    #[error("the program has finished (exit {})", .0.as_str())]
+    Finished(ExitKind),
+    #[error("already at the start of the trace")]
+    AtStart,
+    #[error("nothing was recorded")]
+    NothingRecorded,
+    #[error("not at a state")]
+    NoState,
+    #[error("the neural backend runs forward only; use back to undo")]
+    ForwardOnly,
+    /// The action has no target from here (the tree says why).
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error(transparent)]
+    Prediction(#[from] PredictError),
+}
 
 /// Something the front end can drive.
 pub trait DebugBackend {
-    /// Render the current state (several lines).
+    /// Render the current state (several lines); before the first and after the last state,
+    /// what is there instead (the start, the exit, a truncation).
     fn show(&self) -> String;
-    /// Render all locals of the current state.
-    fn print(&self) -> String;
-    /// Render the call stack, innermost last.
-    fn stack(&self) -> Result<String, String>;
     /// Take a debugger action.
     ///
     /// # Errors
-    /// Returns a message when the action is unavailable here.
-    fn act(&mut self, action: &Action) -> Result<(), String>;
+    /// When the action is unavailable here.
+    fn act(&mut self, action: &Action) -> Result<(), StepError>;
     /// Step back.
     ///
     /// # Errors
-    /// Returns a message at the start of the trace.
-    fn back(&mut self) -> Result<(), String>;
+    /// At the start of the trace.
+    fn back(&mut self) -> Result<(), StepError>;
     /// The current state (`None` before the first or after the last).
     fn location(&self) -> Option<Location>;
     /// The call stack at the current state, outermost first (the current state last); just
@@ -158,63 +175,41 @@ impl DebugBackend for ReplayBackend {
         }
     }
 
-    fn print(&self) -> String {
-        match self.node() {
-            Some((tree, i)) => format!("  locals: {}", render_locals(&tree.event_of(i).locals)),
-            None => "  (no state)".into(),
-        }
-    }
-
-    fn stack(&self) -> Result<String, String> {
-        let Some(mut i) = self.forward_node() else { return Err("no stack: not at a state".into()) };
-        let mut frames = Vec::new();
-        loop {
-            let e = self.forward.event_of(i);
-            frames.push(format!("  {}:{} | {}", e.func, e.lineno, e.src.trim()));
-            match self.forward.nodes[i].parent {
-                Some(p) => i = p,
-                None => break,
-            }
-        }
-        frames.reverse();
-        Ok(frames.join("\n"))
-    }
-
-    fn act(&mut self, action: &Action) -> Result<(), String> {
+    fn act(&mut self, action: &Action) -> Result<(), StepError> {
         match action.direction() {
             Direction::Forward => {
                 let start = match self.pos {
-                    Pos::Exit(e) => return Err(format!("the program has finished (exit {})", e.as_str())),
+                    Pos::Exit(e) => return Err(StepError::Finished(e)),
                     // From before the first state, any forward action starts the trace.
                     Pos::Entry if !self.forward.nodes.is_empty() => {
                         self.pos = Pos::Forward(0);
                         return Ok(());
                     }
-                    _ => self.forward_node().ok_or("no state")?,
+                    _ => self.forward_node().ok_or(StepError::NoState)?,
                 };
-                let target = self.forward.apply(start, action).map_err(|e| e.to_string())?;
+                let target = self.forward.apply(start, action)?;
                 self.go(Direction::Forward, target);
             }
             Direction::Inverse => {
                 let start = match self.pos {
-                    Pos::Entry => return Err("already at the start of the trace".into()),
+                    Pos::Entry => return Err(StepError::AtStart),
                     // From the exit, going back reaches the last recorded state.
                     Pos::Exit(_) if !self.inverse.nodes.is_empty() => {
                         self.pos = Pos::Inverse(0);
                         return Ok(());
                     }
-                    Pos::Exit(_) => return Err("nothing was recorded".into()),
+                    Pos::Exit(_) => return Err(StepError::NothingRecorded),
                     Pos::Inverse(j) => j,
-                    Pos::Forward(i) => self.inverse.inverse_position(i).ok_or("no inverse state")?,
+                    Pos::Forward(i) => self.inverse.inverse_position(i).ok_or(StepError::NoState)?,
                 };
-                let target = self.inverse.apply(start, action).map_err(|e| e.to_string())?;
+                let target = self.inverse.apply(start, action)?;
                 self.go(Direction::Inverse, target);
             }
         }
         Ok(())
     }
 
-    fn back(&mut self) -> Result<(), String> {
+    fn back(&mut self) -> Result<(), StepError> {
         self.act(&Action::InvStepInto)
     }
 
@@ -320,26 +315,18 @@ impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
         }
     }
 
-    fn print(&self) -> String {
-        match &self.current().1 {
-            Frame::State { arg: Arg::Locals(l), .. } => format!("  locals (\"..\" = unchanged): {}", render_locals(l)),
-            _ => "  (no locals)".into(),
-        }
-    }
-
-    fn stack(&self) -> Result<String, String> {
-        Err("the neural backend does not track the stack".into())
-    }
-
-    fn act(&mut self, action: &Action) -> Result<(), String> {
+    fn act(&mut self, action: &Action) -> Result<(), StepError> {
         if action.direction() == Direction::Inverse {
-            return Err("the neural backend runs forward only; use back to undo".into());
+            return Err(StepError::ForwardOnly);
         }
         let (prefix, frame) = self.current().clone();
-        if frame.is_terminal() {
-            return Err("the program has finished".into());
+        if let Frame::Exit { exit } = frame {
+            return Err(StepError::Finished(exit));
         }
-        let next = self.predictor.predict_frame(&Prompt { prefix: &prefix, action }).map_err(|e| e.to_string())?;
+        if frame == Frame::Entry {
+            return Err(StepError::NoState);
+        }
+        let next = self.predictor.predict_frame(&Prompt { prefix: &prefix, action })?;
         let new_prefix = format!("{prefix}{}{}", serialize_action(action), next.serialize());
         let calls = open_calls(self.calls.last().map_or(&[][..], Vec::as_slice), Some(&frame), &next);
         self.calls.push(calls);
@@ -347,9 +334,9 @@ impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
         Ok(())
     }
 
-    fn back(&mut self) -> Result<(), String> {
+    fn back(&mut self) -> Result<(), StepError> {
         if self.history.len() <= 1 {
-            return Err("already at the start of the trace".into());
+            return Err(StepError::AtStart);
         }
         self.history.pop();
         self.calls.pop();

@@ -589,6 +589,8 @@ pub struct Worker<'a> {
     /// [`LabConfig::affected_tests`] by file and focus: many candidates edit the same function,
     /// and the selection walks every test's coverage.
     affected: HashMap<AffectedKey, Arc<[String]>>,
+    /// Seconds one candidate takes in a batch (a running average): sizes the next batch.
+    batch_cost: Option<f64>,
 }
 
 impl<'a> Worker<'a> {
@@ -601,7 +603,16 @@ impl<'a> Worker<'a> {
         on_event: &'a (dyn Fn(LabEvent) + Sync),
     ) -> Worker<'a> {
         let engine = Worker::ready_engine(pytest, config, root, None, on_event);
-        Worker { pytest, config, root: root.to_path_buf(), scratch: None, engine, on_event, affected: HashMap::new() }
+        Worker {
+            pytest,
+            config,
+            root: root.to_path_buf(),
+            scratch: None,
+            engine,
+            on_event,
+            affected: HashMap::new(),
+            batch_cost: None,
+        }
     }
 
     /// A worker on a pool slot: its engine is waited for (or started) now.
@@ -613,7 +624,16 @@ impl<'a> Worker<'a> {
     ) -> Worker<'a> {
         let root = slot.scratch.path().to_path_buf();
         let engine = Worker::ready_engine(pytest, config, &root, slot.engine, on_event);
-        Worker { pytest, config, root, scratch: Some(slot.scratch), engine, on_event, affected: HashMap::new() }
+        Worker {
+            pytest,
+            config,
+            root,
+            scratch: Some(slot.scratch),
+            engine,
+            on_event,
+            affected: HashMap::new(),
+            batch_cost: None,
+        }
     }
 
     /// The slot to give back to the pool (`None` for a worker not made from one).

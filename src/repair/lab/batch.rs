@@ -6,8 +6,11 @@ use crate::repair::candidate::Candidate;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Candidates a worker draws at once for one batch.
+/// Most candidates a worker draws at once for one batch.
 pub const BATCH_SIZE: usize = 32;
+/// A batch is sized to take about this long, so that slow tests do not hold many drawn
+/// candidates (the search learns from results, and the deadline drops what was not run).
+const BATCH_SECONDS: f64 = 0.25;
 
 /// One candidate's part of a batch: its hot swap and the tests of its first session.
 struct Planned {
@@ -26,10 +29,32 @@ impl Worker<'_> {
                     && server.mode() == ServerMode::Warm
                     && server.batches() =>
             {
-                BATCH_SIZE
+                let cost = self.batch_cost.unwrap_or_else(|| self.failing_tests_seconds());
+                // Truncation is the point: how many candidates fit the window.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let fit = (BATCH_SECONDS / cost.max(1e-4)) as usize;
+                fit.clamp(1, BATCH_SIZE)
             }
             _ => 1,
         }
+    }
+
+    /// What the originally failing tests took in the baseline: a first guess of a
+    /// candidate's cost.
+    fn failing_tests_seconds(&self) -> f64 {
+        let failing = &self.config.failing;
+        self.config.baseline.tests.iter().filter(|t| failing.contains(&t.nodeid)).map(|t| t.duration).sum::<f64>()
+            + 0.001
+    }
+
+    /// Fold a batch's time per candidate into the running average.
+    fn learn_batch_cost(&mut self, seconds: f64, candidates: usize) {
+        if candidates == 0 {
+            return;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let each = seconds / candidates as f64;
+        self.batch_cost = Some(self.batch_cost.map_or(each, |c| 0.5 * c + 0.5 * each));
     }
 
     /// Validate `candidates` (see [`Worker::validate`]): those that can be hot-swapped in one
@@ -46,7 +71,11 @@ impl Worker<'_> {
         }
         for (candidate, result) in candidates.iter().zip(results.iter_mut()) {
             if result.is_none() && (candidates.len() == 1 || Instant::now() < self.config.deadline) {
-                *result = Some(self.validate(candidate, lenient)?);
+                let validated = self.validate(candidate, lenient)?;
+                if !lenient {
+                    self.learn_batch_cost(validated.0.elapsed.as_secs_f64(), 1);
+                }
+                *result = Some(validated);
             }
         }
         Ok(results)
@@ -79,6 +108,7 @@ impl Worker<'_> {
             })
             .collect();
         let Engine::Fork(server) = &mut self.engine else { return Ok(()) };
+        let started = Instant::now();
         let items = match server.run_batch(&requests, remaining) {
             Ok(items) => items,
             Err(err) => {
@@ -87,6 +117,8 @@ impl Worker<'_> {
                 return Ok(());
             }
         };
+        let ran = items.iter().filter(|i| matches!(i, BatchItem::Ran(_))).count();
+        self.learn_batch_cost(started.elapsed().as_secs_f64(), ran);
         for (&i, item) in indices.iter().zip(items) {
             let (BatchItem::Ran(session), Some(plan)) = (item, &planned[i]) else { continue };
             let Some(outcome) = self.first_verdict(&session, &plan.tests, plan.failing_only) else { continue };
