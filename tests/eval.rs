@@ -51,7 +51,7 @@ fn every_fixture_program_gets_its_expected_classification() {
     let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
         .args(["eval", "quixbugs", "--path"])
         .arg(&root)
-        .args(["--timeout", "60s", "--test-timeout", "2s", "--jobs", "2", "--out"])
+        .args(["--timeout", "90s", "--test-timeout", "2s", "--jobs", "2", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
