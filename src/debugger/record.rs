@@ -118,30 +118,11 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
     let text = match fs::read_to_string(&out_path) {
         Ok(text) => text,
         // Stuck in code that never reaches the tracer (e.g. a long builtin call).
-        Err(_) if outcome.timed_out => {
-            return Ok(Trace {
-                format_version: TRACE_FORMAT_VERSION,
-                code: code.to_string(),
-                call: call.to_string(),
-                program,
-                events: Vec::new(),
-                exit: ExitKind::Never,
-                limit: Some(Limit::Time),
-                exception: None,
-            })
-        }
+        Err(_) if outcome.timed_out => return Ok(unwritten(code, call, program, ExitKind::Never, None)),
         // Killed by a signal it sent itself (or got) before the tracer could write.
         Err(_) if outcome.signal.is_some() => {
-            return Ok(Trace {
-                format_version: TRACE_FORMAT_VERSION,
-                code: code.to_string(),
-                call: call.to_string(),
-                program,
-                events: Vec::new(),
-                exit: ExitKind::Error,
-                limit: None,
-                exception: outcome.signal.map(|n| format!("killed by signal {n}")),
-            })
+            let killed = outcome.signal.map(|n| format!("killed by signal {n}"));
+            return Ok(unwritten(code, call, program, ExitKind::Error, killed));
         }
         Err(_) => return Err(RecordError::NoOutput { status: outcome.status, stderr: outcome.stderr }),
     };
@@ -157,6 +138,21 @@ pub fn record_call(code: &str, call: &str, limits: &RecordLimits) -> Result<Trac
         limit: out.limit,
         exception: out.exception,
     })
+}
+
+/// The trace of a run the tracer could not write: no events, how it ended (a hang is `never`
+/// at the time limit).
+fn unwritten(code: &str, call: &str, program: String, exit: ExitKind, exception: Option<String>) -> Trace {
+    Trace {
+        format_version: TRACE_FORMAT_VERSION,
+        code: code.to_string(),
+        call: call.to_string(),
+        program,
+        events: Vec::new(),
+        exit,
+        limit: (exit == ExitKind::Never).then_some(Limit::Time),
+        exception,
+    }
 }
 
 /// Run `python script args…` in `dir` with its own process group, rlimits and a wall-clock

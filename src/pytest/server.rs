@@ -285,14 +285,7 @@ impl ForkServer {
     /// # Errors
     /// When the server died or stopped answering.
     pub fn run(&mut self, request: &Request<'_>) -> Result<Session, PytestError> {
-        if let Some(why) = &self.gone {
-            return Err(PytestError::ServerUnavailable(why.clone()));
-        }
-        if !self.ready {
-            return Err(PytestError::ServerUnavailable("the fork server is not ready yet".into()));
-        }
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.next_request()?;
         let report: PathBuf = self.reports.path().join(format!("report-{id}.jsonl"));
         let mut message = request.to_json(&report);
         message["id"] = id.into();
@@ -375,6 +368,18 @@ fn session_from(report: &Path, exit: Exit, elapsed: Duration) -> Session {
 }
 
 impl ForkServer {
+    /// The id of a new request, when the server can take one.
+    fn next_request(&mut self) -> Result<u64, PytestError> {
+        if let Some(why) = &self.gone {
+            return Err(PytestError::ServerUnavailable(why.clone()));
+        }
+        if !self.ready {
+            return Err(PytestError::ServerUnavailable("the fork server is not ready yet".into()));
+        }
+        self.next_id += 1;
+        Ok(self.next_id)
+    }
+
     /// Stop using a server that does not answer: a container is removed at once (with every
     /// child in it), a local server when it is dropped.
     fn abandon(&mut self, why: &str) {

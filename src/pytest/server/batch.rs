@@ -27,14 +27,7 @@ impl ForkServer {
     /// # Errors
     /// When the server died or stopped answering.
     pub fn run_batch(&mut self, requests: &[Request<'_>], until: Duration) -> Result<Vec<BatchItem>, PytestError> {
-        if let Some(why) = &self.gone {
-            return Err(PytestError::ServerUnavailable(why.clone()));
-        }
-        if !self.ready {
-            return Err(PytestError::ServerUnavailable("the fork server is not ready yet".into()));
-        }
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.next_request()?;
         let reports: Vec<PathBuf> =
             (0..requests.len()).map(|i| self.reports.path().join(format!("report-{id}-{i}.jsonl"))).collect();
         let items: Vec<serde_json::Value> = requests.iter().zip(&reports).map(|(r, p)| r.to_json(p)).collect();
