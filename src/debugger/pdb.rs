@@ -161,7 +161,7 @@ impl Pdb<'_> {
     fn describe(&self) -> String {
         match self.backend.location() {
             Some(loc) => self.format(&loc),
-            None => self.backend.show(),
+            None => self.backend.boundary(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Backends of the `debug` front end: exact replay of a recorded trace, both ways, or predicted states.
 
-use super::grammar::{replay, serialize_action, serialize_locals, Arg, EmitState, Frame};
+use super::grammar::{replay, serialize_action, Arg, EmitState, Frame};
 use super::predictor::{NextStatePredictor, PredictError, Prompt};
 use super::sampler::context_for;
 use super::trace::{ExitKind, Limit, Trace};
@@ -28,9 +28,9 @@ pub enum StepError {
 
 /// Something the front end can drive.
 pub trait DebugBackend {
-    /// Render the current state (several lines); before the first and after the last state,
-    /// what is there instead (the start, the exit, a truncation).
-    fn show(&self) -> String;
+    /// What is there before the first and after the last state (the start, the exit, a
+    /// truncation); empty at a state, which is shown from [`DebugBackend::location`].
+    fn boundary(&self) -> String;
     /// Take a debugger action.
     ///
     /// # Errors
@@ -142,12 +142,8 @@ impl ReplayBackend {
     }
 }
 
-fn render_locals(locals: &[(String, String)]) -> String {
-    serialize_locals(locals)
-}
-
 impl DebugBackend for ReplayBackend {
-    fn show(&self) -> String {
+    fn boundary(&self) -> String {
         match self.pos {
             Pos::Exit(e) => match (self.truncated, &self.exception, e) {
                 (Some(cap), ..) => format!(
@@ -158,20 +154,7 @@ impl DebugBackend for ReplayBackend {
                 _ => format!("[exit] {}", e.as_str()),
             },
             Pos::Entry => "[entry] start of the trace (step to run forward)".into(),
-            Pos::Forward(_) | Pos::Inverse(_) => {
-                let Some((tree, i)) = self.node() else { return String::new() };
-                let node = &tree.nodes[i];
-                let e = tree.event_of(i);
-                let mut out =
-                    format!("[{}] {}:{} depth={} | {}", kind_name(node.kind), e.func, e.lineno, node.depth, e.src);
-                match node.kind {
-                    NodeKind::Return | NodeKind::Exception | NodeKind::InvReturn | NodeKind::InvException => {
-                        out.push_str(&format!("\n  value: {}", e.value.as_deref().unwrap_or("")));
-                    }
-                    _ => out.push_str(&format!("\n  locals: {}", render_locals(&e.locals))),
-                }
-                out
-            }
+            Pos::Forward(_) | Pos::Inverse(_) => String::new(), // a state: see `location`
         }
     }
 
@@ -245,20 +228,6 @@ fn location_of(tree: &StateTree, i: usize, kind: NodeKind) -> Location {
     }
 }
 
-fn kind_name(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Call => "call",
-        NodeKind::Line => "line",
-        NodeKind::Return => "return",
-        NodeKind::Exception => "exception",
-        NodeKind::InvCall => "inv_call",
-        NodeKind::InvLine => "inv_line",
-        NodeKind::InvLineCall => "inv_line_call",
-        NodeKind::InvReturn => "inv_return",
-        NodeKind::InvException => "inv_exception",
-    }
-}
-
 /// The neural backend: every next state comes from a [`NextStatePredictor`] given the
 /// serialized trajectory so far. Forward only; `back` undoes the last step.
 pub struct PredictorBackend<P: NextStatePredictor> {
@@ -304,14 +273,11 @@ impl<P: NextStatePredictor> PredictorBackend<P> {
 }
 
 impl<P: NextStatePredictor> DebugBackend for PredictorBackend<P> {
-    fn show(&self) -> String {
+    fn boundary(&self) -> String {
         match &self.current().1 {
             Frame::Exit { exit } => format!("[exit] {}", exit.as_str()),
             Frame::Entry => "[entry] start of the trace".into(),
-            Frame::State { event, src, arg } => match arg {
-                Arg::Locals(l) => format!("[{}] {src}\n  locals: {}", kind_name(*event), render_locals(l)),
-                Arg::Value(v) => format!("[{}] {src}\n  value: {v}", kind_name(*event)),
-            },
+            Frame::State { .. } => String::new(), // a state: see `location`
         }
     }
 
