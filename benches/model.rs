@@ -86,7 +86,8 @@ fn against_llama_cpp(lm: &deepdebug::model::smollm::SmolLm, gguf: &std::path::Pa
     let start = std::time::Instant::now();
     let prefix = lm.prefix(&prompt).unwrap();
     let prefill_s = start.elapsed().as_secs_f64();
-    let options = LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 1.0, seed: 0 };
+    let options =
+        LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 1.0, seed: 0, ..LineSampling::default() };
     let start = std::time::Instant::now();
     let lines = lm.sample_lines(&prefix, &options, &|| false).unwrap();
     let gen_s = start.elapsed().as_secs_f64();

@@ -97,6 +97,7 @@ fn measure(
         deadline: Instant::now() + Duration::from_secs(3600),
         jobs,
         stop_after_plausible: usize::MAX,
+        stop_after_validated: usize::MAX,
         engine,
         baseline,
     };

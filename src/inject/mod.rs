@@ -101,9 +101,9 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
     }
     let mut sampler = match &options.model {
         Some(dir) => {
-            let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(dir))?;
-            if sampler.config().task != crate::model::Task::BugCreate {
-                return Err(InjectError::WrongTask(dir.clone(), sampler.config().task.name()));
+            let sampler = crate::model::Patcher::load(dir)?;
+            if sampler.task() != crate::model::Task::BugCreate {
+                return Err(InjectError::WrongTask(dir.clone(), sampler.task().name()));
             }
             Some(sampler)
         }
@@ -215,7 +215,7 @@ struct Mutant {
 fn inject_repo(
     repo: &Path,
     options: &InjectOptions,
-    sampler: Option<&mut crate::model::Sampler>,
+    sampler: Option<&mut crate::model::Patcher>,
     on_event: &(dyn Fn(InjectEvent) + Sync),
 ) -> Result<(RepoReport, Vec<BugRow>), RepoError> {
     let started = Instant::now();
@@ -259,6 +259,7 @@ fn inject_repo(
         deadline: started + options.repo_timeout,
         jobs: options.jobs,
         stop_after_plausible: usize::MAX,
+        stop_after_validated: usize::MAX,
         engine: options.engine,
         baseline: &baseline,
     };
@@ -322,7 +323,7 @@ fn plan(
     baseline: &Session,
     passing: &BTreeSet<String>,
     options: &InjectOptions,
-    mut sampler: Option<&mut crate::model::Sampler>,
+    mut sampler: Option<&mut crate::model::Patcher>,
 ) -> Result<Vec<Mutant>, crate::model::ModelError> {
     let mut out = Vec::new();
     for file in project.repair_targets() {
@@ -360,8 +361,7 @@ fn plan(
             }
             let skeleton = match sampler.as_deref() {
                 Some(s) => {
-                    let tokenizer = s.tokenizer().clone();
-                    crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &|t: &str| tokenizer.count(t)).text
+                    crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &|t: &str| s.count_tokens(t)).text
                 }
                 None => {
                     crate::skeleton::build(&file.parsed, &def, SKELETON_BUDGET, &crate::skeleton::approximate_count)
@@ -443,7 +443,7 @@ const SKELETON_BUDGET: usize = 1024;
 /// Bugs sampled from the bug-creator model for one function: re-indented, turned into a
 /// minimal edit inside the function, re-parsed and deduplicated.
 fn neural_mutants(
-    sampler: &mut crate::model::Sampler,
+    sampler: &mut crate::model::Patcher,
     file: &crate::project::SourceFile,
     def: &crate::python::FunctionDef,
     skeleton: &str,
@@ -456,7 +456,7 @@ fn neural_mutants(
         n: options.neural_samples,
         temperature: 0.8,
         top_p: 0.95,
-        max_len: sampler.config().max_target_len,
+        max_len: sampler.max_target_len(),
         seed: options.seed ^ hash(&def.qualname),
     };
     let run = sampler.sample(skeleton, &sample_options)?;

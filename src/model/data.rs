@@ -42,6 +42,17 @@ pub fn focal_source(function: &str, context: Option<&str>) -> String {
     }
 }
 
+/// `example` with its skeleton's context dropped: the focal function alone, still book-ended
+/// (the "without skeleton" rows of DeepDebug's Table 2).
+#[must_use]
+pub fn without_context(example: &Example) -> Example {
+    let source = match example.source.find(TARGET_EDIT) {
+        Some(at) => example.source[at..].to_string(),
+        None => example.source.clone(),
+    };
+    Example { source, target: example.target.clone() }
+}
+
 /// Parse one JSONL line. `{source, target}` rows are used as they are; mined rows become
 /// buggy→fixed pairs for [`Task::Patch`] and fixed→buggy pairs for [`Task::BugCreate`].
 ///
@@ -109,6 +120,8 @@ mod tests {
         let skeleton = r##"{"before": "x", "after": "y", "context": "# target edit\nx\n# end\n"}"##;
         assert_eq!(parse_row(skeleton, Task::Patch).unwrap().source, "# target edit\nx\n# end\n");
         assert!(parse_row(r#"{"before": "x"}"#, Task::Patch).is_err());
+        assert_eq!(without_context(&patch).source, "# target edit\ndef f():\n    return 1\n# end\n");
+        assert_eq!(without_context(&plain), plain);
     }
 
     #[test]

@@ -52,6 +52,12 @@ impl Linear {
         Ok(Linear { quantized, dense })
     }
 
+    /// A dequantized weight plus an update (a merged LoRA adapter): f32 only.
+    fn adapted(t: &QTensor, delta: &Tensor, device: &Device) -> candle_core::Result<Linear> {
+        let w = (t.dequantize(device)? + delta)?;
+        Ok(Linear { quantized: None, dense: Some(QMatMul::Tensor(w)) })
+    }
+
     /// `dense`: prefer the f32 matmul (the forward runs several positions).
     fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
         match (&self.quantized, &self.dense) {
@@ -255,6 +261,21 @@ impl Llama {
         device: &Device,
         weights: Weights,
     ) -> Result<Llama, ModelError> {
+        Llama::from_gguf_adapted(ct, reader, device, weights, &std::collections::HashMap::new())
+    }
+
+    /// [`Llama::from_gguf_with`], adding `deltas` (by GGUF tensor name, `blk.N.attn_v.weight`)
+    /// to their dequantized weights, which then stay f32 (a merged LoRA adapter).
+    ///
+    /// # Errors
+    /// As [`Llama::from_gguf_with`], and on a delta of the wrong shape.
+    pub fn from_gguf_adapted<R: std::io::Seek + std::io::Read>(
+        ct: &gguf_file::Content,
+        reader: &mut R,
+        device: &Device,
+        weights: Weights,
+        deltas: &std::collections::HashMap<String, Tensor>,
+    ) -> Result<Llama, ModelError> {
         let md =
             |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
         let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
@@ -282,7 +303,14 @@ impl Llama {
         };
         let mut layers = Vec::with_capacity(block_count);
         for i in 0..block_count {
-            let mut q = |name: &str| Linear::new(tensor(&format!("blk.{i}.{name}.weight"))?, weights, device);
+            let mut q = |name: &str| {
+                let full = format!("blk.{i}.{name}.weight");
+                let t = tensor(&full)?;
+                match deltas.get(&full) {
+                    Some(delta) => Linear::adapted(&t, delta, device),
+                    None => Linear::new(t, weights, device),
+                }
+            };
             let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
             let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")? };
             let attention_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, rms_norm_eps)?;

@@ -1,10 +1,12 @@
-//! Seq2seq patcher / bug-creator models (T5 on candle), their tokenizer, training and sampling.
+//! Patcher / bug-creator models (T5 on candle, LoRA adapters on SmolLM2), their tokenizers, training and sampling.
 
 pub mod config;
 pub mod data;
 pub mod dir;
 pub mod llama;
+pub mod lora;
 pub mod optim;
+pub mod patcher;
 pub mod sample;
 pub mod smollm;
 pub mod t5;
@@ -13,6 +15,7 @@ pub mod train;
 
 pub use config::{ModelConfig, Task};
 pub use dir::ModelDir;
+pub use patcher::Patcher;
 pub use sample::{Sample, SampleOptions, Sampler};
 pub use tokenizer::CodeTokenizer;
 pub use train::{train, TrainEvent, TrainOptions, TrainSummary};

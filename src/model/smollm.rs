@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod lines;
-pub use lines::{LineSampling, Prefix, SampledLine};
+pub use lines::{LineSampling, Prefix, SampledLine, Until};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
@@ -85,7 +85,7 @@ fn meta<'a>(ct: &'a gguf_file::Content, key: &str) -> Result<&'a gguf_file::Valu
 }
 
 /// Rebuild the byte-level BPE tokenizer from `tokenizer.ggml.*` metadata.
-fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<(Tokenizer, u32), ModelError> {
+pub(crate) fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<(Tokenizer, u32), ModelError> {
     let tokens = meta(ct, "tokenizer.ggml.tokens")?.to_vec()?;
     let tokens: Vec<String> = tokens.iter().map(|v| v.to_string().cloned()).collect::<Result<_, _>>()?;
     let merges = meta(ct, "tokenizer.ggml.merges")?.to_vec()?;
@@ -153,6 +153,19 @@ impl SmolLm {
         // or not, while an f32 matmul over all positions of a continuation is several times
         // faster; the quantized ones for generation steps (one row), where they are faster.
         let model = Llama::from_gguf_with(&ct, &mut file, device, Weights::Mixed)?;
+        Ok(SmolLm { model, tokenizer, eos, device: device.clone() })
+    }
+
+    /// Load with a LoRA adapter's updates merged into their weights (see
+    /// [`Llama::from_gguf_adapted`]).
+    ///
+    /// # Errors
+    /// As [`SmolLm::load`].
+    pub fn load_adapted(path: &Path, deltas: &HashMap<String, Tensor>, device: &Device) -> Result<SmolLm, ModelError> {
+        let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
+        let ct = gguf_file::Content::read(&mut file)?;
+        let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
+        let model = Llama::from_gguf_adapted(&ct, &mut file, device, Weights::Mixed, deltas)?;
         Ok(SmolLm { model, tokenizer, eos, device: device.clone() })
     }
 

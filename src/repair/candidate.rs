@@ -373,7 +373,7 @@ pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
 pub fn neural_proposals(
     project: &Project,
     susp: &crate::localize::SuspiciousFunction,
-    sampler: &mut crate::model::Sampler,
+    sampler: &mut crate::model::Patcher,
     limits: &NeuralLimits,
 ) -> Result<Vec<Proposal>, crate::model::ModelError> {
     let Some(file) = project.file(&susp.file) else { return Ok(Vec::new()) };
@@ -384,13 +384,12 @@ pub fn neural_proposals(
     else {
         return Ok(Vec::new());
     };
-    let tokenizer = sampler.tokenizer().clone();
-    let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| tokenizer.count(s));
+    let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| sampler.count_tokens(s));
     let options = crate::model::SampleOptions {
         n: limits.samples,
         temperature: limits.temperature,
         top_p: limits.top_p,
-        max_len: sampler.config().max_target_len,
+        max_len: sampler.max_target_len(),
         seed: limits.seed,
     };
     let run = sampler.sample(&skeleton.text, &options)?;

@@ -70,17 +70,19 @@ pub struct RankOptions {
     /// Share of the remaining search time the collection may take after the first plausible
     /// patch.
     pub extra_share: f64,
-    /// The collection also stops after this many times the search time the first plausible
-    /// patch took (but runs at least [`MIN_EXTRA`]): effort in proportion to the bug's.
+    /// The collection also stops after this many times as many candidates as the search
+    /// validated before the first plausible patch (but at least [`MIN_EXTRA_CANDIDATES`]):
+    /// effort in proportion to the bug's.
     pub extra_factor: f64,
 }
 
-/// The least time the collection of more plausible patches gets (see [`RankOptions::extra_factor`]).
-pub const MIN_EXTRA: Duration = Duration::from_secs(3);
+/// The fewest candidates the collection of more plausible patches validates (see
+/// [`RankOptions::extra_factor`]), time permitting.
+pub const MIN_EXTRA_CANDIDATES: usize = 300;
 
 impl RankOptions {
-    /// Up to 5 plausible patches within 30% of the remaining search time and 3× the time the
-    /// first one took (at least 3 s); the model must work.
+    /// Up to 5 plausible patches within 30% of the remaining search time and 3× the candidates
+    /// the first one took (at least [`MIN_EXTRA_CANDIDATES`]); the model must work.
     #[must_use]
     pub fn new(gguf: PathBuf) -> RankOptions {
         RankOptions { gguf, required: true, max_plausible: 5, extra_share: 0.3, extra_factor: 3.0 }
@@ -312,11 +314,11 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
 }
 
 /// The trained patcher of `--model`, checked to be a patch model.
-fn load_patcher(options: &FixOptions) -> Result<Option<(crate::model::Sampler, NeuralLimits)>, FixError> {
+fn load_patcher(options: &FixOptions) -> Result<Option<(crate::model::Patcher, NeuralLimits)>, FixError> {
     let Some(neural) = &options.neural else { return Ok(None) };
-    let sampler = crate::model::Sampler::load_default(&crate::model::ModelDir::new(&neural.model))?;
-    if sampler.config().task != crate::model::Task::Patch {
-        return Err(FixError::WrongTask(neural.model.clone(), sampler.config().task.name()));
+    let sampler = crate::model::Patcher::load(&neural.model)?;
+    if sampler.task() != crate::model::Task::Patch {
+        return Err(FixError::WrongTask(neural.model.clone(), sampler.task().name()));
     }
     Ok(Some((sampler, neural.limits.clone())))
 }
@@ -370,7 +372,7 @@ fn sources<'p>(
     options: &FixOptions,
     project: &'p Project,
     localization: &Localization,
-    patcher: Option<(crate::model::Sampler, NeuralLimits)>,
+    patcher: Option<(crate::model::Patcher, NeuralLimits)>,
 ) -> (Vec<Box<dyn CandidateSource + 'p>>, Option<LmStats>) {
     let mut sources: Vec<Box<dyn CandidateSource + 'p>> = vec![Box::new(OperatorSource::new(
         project,
@@ -451,6 +453,7 @@ fn lab_config<'a>(
         deadline,
         jobs: options.jobs,
         stop_after_plausible: 1,
+        stop_after_validated: usize::MAX,
         engine: options.engine,
         baseline: &outcome.baseline,
     }
@@ -607,7 +610,6 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     ) -> Result<(Option<CandidateId>, SearchEnd), FixError> {
         // With a ranker: whether the extra collection of plausible patches has run.
         let mut collected = false;
-        let search_start = Instant::now();
         loop {
             if Instant::now() >= self.config.deadline {
                 // Nothing waits for confirmation: the time kept for a second run goes to the
@@ -622,7 +624,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             let found = self.round(&config, on_event)?;
             if self.ranker.is_some() && !collected && !self.plausible().is_empty() {
                 collected = true;
-                self.collect_more(search_start, on_event)?;
+                self.collect_more(on_event)?;
             }
             // Scoring and confirmation get the CPU to themselves (a language model sampling
             // beside them made one scoring take 83 s instead of a few).
@@ -661,23 +663,29 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     }
 
     /// Keep searching, in rank order, for more plausible patches for the ranker to choose
-    /// from: within a share of the remaining time and a multiple of the time the first took.
-    fn collect_more(&mut self, search_start: Instant, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(), FixError> {
-        let Some(rank_options) = &self.options.rank else { return Ok(()) };
-        let plausible = self.plausible().len();
-        let now = Instant::now();
+    /// from: `extra_factor` times as many candidates as the first one took (at least
+    /// [`MIN_EXTRA_CANDIDATES`]), within a share of the remaining time. Counted in candidates,
+    /// not seconds, so a faster engine does not shrink the choice; one round, so no
+    /// validation is cut short by an inner deadline.
+    fn collect_more(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(), FixError> {
+        let Some(rank_options) = self.options.rank.clone() else { return Ok(()) };
+        let (plausible, now) = (self.plausible().len(), Instant::now());
         if plausible >= rank_options.max_plausible || now >= self.config.deadline {
             return Ok(());
         }
-        let share = self.config.deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share);
-        let effort = now.saturating_duration_since(search_start).mul_f64(rank_options.extra_factor).max(MIN_EXTRA);
+        let validated = self.validated_count();
         let extra = LabConfig {
-            deadline: now + share.min(effort),
+            deadline: now + self.config.deadline.saturating_duration_since(now).mul_f64(rank_options.extra_share),
             stop_after_plausible: rank_options.max_plausible - plausible,
+            stop_after_validated: ((validated as f64 * rank_options.extra_factor) as usize).max(MIN_EXTRA_CANDIDATES),
             ..self.config.clone()
         };
         self.round(&extra, on_event)?;
         Ok(())
+    }
+
+    fn validated_count(&self) -> usize {
+        self.search.lock().expect("search lock").validated_count()
     }
 
     /// Likelihoods of the plausible patches not scored yet (unless time is up or the

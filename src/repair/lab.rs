@@ -178,6 +178,8 @@ pub struct LabConfig<'a> {
     pub jobs: usize,
     /// Stop once this many plausible patches are found.
     pub stop_after_plausible: usize,
+    /// Stop once this many candidates are validated in the round (`usize::MAX`: no limit).
+    pub stop_after_validated: usize,
     pub engine: EngineChoice,
     /// The baseline session (with per-test and collection-time coverage).
     pub baseline: &'a Session,
@@ -503,6 +505,9 @@ impl Shared<'_> {
         let mut results = self.results.lock().expect("results lock");
         results.retain(|v: &Validated| v.candidate_id != candidate.id);
         results.push(validated);
+        if results.len() >= config.stop_after_validated {
+            self.stop.store(true, Ordering::SeqCst);
+        }
     }
 }
 

@@ -346,6 +346,12 @@ impl<'p> Search<'p> {
         self.results.iter().flatten().cloned().collect()
     }
 
+    /// How many candidates have a validation result.
+    #[must_use]
+    pub fn validated_count(&self) -> usize {
+        self.results.iter().flatten().count()
+    }
+
     /// With nothing waiting and nothing in flight: a source of single edits that is not
     /// exhausted may still produce (a background model); combinations wait on validation
     /// results, and none can come.

@@ -109,7 +109,7 @@ pub struct PatcherSource<'p> {
     project: &'p Project,
     functions: Vec<SuspiciousFunction>,
     next: usize,
-    sampler: crate::model::Sampler,
+    sampler: crate::model::Patcher,
     limits: NeuralLimits,
     /// Set when sampling failed: the source stops and the error is reported once.
     pub error: Option<crate::model::ModelError>,
@@ -120,7 +120,7 @@ impl<'p> PatcherSource<'p> {
     pub fn new(
         project: &'p Project,
         functions: &[SuspiciousFunction],
-        sampler: crate::model::Sampler,
+        sampler: crate::model::Patcher,
         limits: NeuralLimits,
     ) -> Self {
         let functions = functions.iter().take(limits.max_functions).cloned().collect();

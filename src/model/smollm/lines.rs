@@ -44,11 +44,22 @@ pub struct LineSampling {
     pub temperature: f64,
     pub top_p: f64,
     pub seed: u64,
+    /// Where a sample ends.
+    pub until: Until,
+}
+
+/// Where a sample ends (besides `max_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// At its first newline (one line of code).
+    Newline,
+    /// At end-of-text (a whole function from a trained patcher).
+    EndOfText,
 }
 
 impl Default for LineSampling {
     fn default() -> Self {
-        LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 0.95, seed: 0 }
+        LineSampling { n: 16, max_tokens: 40, temperature: 0.8, top_p: 0.95, seed: 0, until: Until::Newline }
     }
 }
 
@@ -158,7 +169,7 @@ impl SmolLm {
             if stop() {
                 break;
             }
-            let next = self.sample_step(&mut rows, &mut processors, &logits)?;
+            let next = self.sample_step(&mut rows, &mut processors, &logits, options.until)?;
             let live: Vec<usize> = batch.iter().copied().filter(|&r| !rows[r].done).collect();
             if live.is_empty() || step + 1 == options.max_tokens {
                 break;
@@ -174,7 +185,7 @@ impl SmolLm {
                 logits[r] = out.get(i)?.to_vec1::<f32>()?;
             }
         }
-        rows.into_iter().map(|row| self.finish_row(row)).collect()
+        rows.into_iter().map(|row| self.finish_row(row, options.until)).collect()
     }
 
     /// Draw one token for every unfinished row; returns the tokens to feed next (finished rows
@@ -184,6 +195,7 @@ impl SmolLm {
         rows: &mut [Row],
         processors: &mut [LogitsProcessor],
         logits: &[Vec<f32>],
+        until: Until,
     ) -> Result<Vec<u32>, ModelError> {
         let mut next = vec![self.eos; rows.len()];
         for (r, row) in rows.iter_mut().enumerate() {
@@ -197,7 +209,7 @@ impl SmolLm {
                 continue;
             }
             row.ids.push(tok);
-            if self.decode(&[tok])?.contains('\n') {
+            if until == Until::Newline && self.decode(&[tok])?.contains('\n') {
                 (row.done, row.complete) = (true, true);
             }
             next[r] = tok;
@@ -205,9 +217,11 @@ impl SmolLm {
         Ok(next)
     }
 
-    fn finish_row(&self, row: Row) -> Result<SampledLine, ModelError> {
-        let text = self.decode(&row.ids)?;
-        let text = text.split('\n').next().unwrap_or_default().to_string();
+    fn finish_row(&self, row: Row, until: Until) -> Result<SampledLine, ModelError> {
+        let mut text = self.decode(&row.ids)?;
+        if until == Until::Newline {
+            text = text.split('\n').next().unwrap_or_default().to_string();
+        }
         Ok(SampledLine { text, nats: row.nats, tokens: row.ids.len(), complete: row.complete })
     }
 }
@@ -241,7 +255,8 @@ mod tests {
     fn batched_lines_stop_at_the_newline_repeat_per_seed_and_match_single_row_sampling_when_installed() {
         let Some(lm) = model() else { return };
         let prefix = lm.prefix("def area(width, height):\n    \"\"\"Area of a rectangle.\"\"\"\n    return").unwrap();
-        let options = LineSampling { n: 4, max_tokens: 24, temperature: 0.7, top_p: 0.95, seed: 3 };
+        let options =
+            LineSampling { n: 4, max_tokens: 24, temperature: 0.7, top_p: 0.95, seed: 3, until: Until::Newline };
         let lines = lm.sample_lines(&prefix, &options, &|| false).unwrap();
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| !l.text.contains('\n') && l.nats <= 0.0));
