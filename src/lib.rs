@@ -9,6 +9,7 @@ pub mod localize;
 pub mod mine;
 pub mod model;
 pub mod patch;
+pub mod pipeline;
 pub mod process;
 pub mod project;
 pub mod pytest;

@@ -24,6 +24,9 @@ enum Command {
     Priors(cli::priors::PriorsArgs),
     /// Learn fix templates from mined fix pairs: abstracted minimal edits, ranked by support.
     Templates(cli::templates::TemplatesArgs),
+    /// DeepDebug's training pipeline, resumable: pairs → bug-creator → packages → inject → rows
+    /// → patcher → evaluate → report.
+    Pipeline(cli::pipeline::PipelineArgs),
     /// Evaluate `fix` on a benchmark (QuixBugs layout).
     #[command(subcommand)]
     Eval(cli::eval::EvalCommand),
@@ -54,6 +57,7 @@ fn main() -> std::process::ExitCode {
         Command::Inject(args) => cli::inject::run(&args),
         Command::Mine(args) => cli::mine::run(&args),
         Command::Eval(command) => cli::eval::run(&command),
+        Command::Pipeline(args) => cli::pipeline::run(&args).map(|()| ExitCode::Success),
         Command::Debugger(command) => cli::debugger::run(command).map(|()| ExitCode::Success),
         Command::Model(command) => cli::model::run(command).map(|()| ExitCode::Success),
         Command::Sandbox(command) => cli::sandbox::run(&command),

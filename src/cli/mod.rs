@@ -6,6 +6,7 @@ pub mod fix;
 pub mod inject;
 pub mod mine;
 pub mod model;
+pub mod pipeline;
 pub mod priors;
 pub mod sandbox;
 pub mod templates;

@@ -18,7 +18,7 @@ pub use dir::ModelDir;
 pub use patcher::Patcher;
 pub use sample::{Sample, SampleOptions, Sampler};
 pub use tokenizer::CodeTokenizer;
-pub use train::{train, TrainEvent, TrainOptions, TrainSummary};
+pub use train::{cross_entropy, train, TrainEvent, TrainOptions, TrainSummary};
 
 /// Errors of the model code.
 #[derive(Debug, thiserror::Error)]

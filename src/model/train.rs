@@ -8,7 +8,7 @@ use super::t5::{seeded_var_builder, Seq2Seq};
 use super::tokenizer::{EOS_ID, PAD_ID};
 use super::{CodeTokenizer, ModelConfig, ModelError};
 use candle_core::{DType, Device, Tensor};
-use candle_nn::VarMap;
+use candle_nn::{VarBuilder, VarMap};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -180,6 +180,22 @@ fn eval_loss(model: &Seq2Seq, eval: &[&Encoded], batch_size: usize, device: &Dev
         weight += n;
     }
     Ok((total / weight.max(1) as f64) as f32)
+}
+
+/// Per-token cross-entropy of `examples`' targets under the T5 model saved in `dir` (the
+/// evaluation of DeepDebug's Tables 1–2); also the number of examples.
+///
+/// # Errors
+/// When the directory's files are unusable, or on tensor errors.
+pub fn cross_entropy(dir: &ModelDir, examples: &[Example], device: &Device) -> Result<(f32, usize), ModelError> {
+    let cfg = dir.config()?;
+    let tokenizer = dir.tokenizer()?;
+    let encoded = encode_all(&tokenizer, &cfg, examples)?;
+    let mut varmap = VarMap::new();
+    let model = Seq2Seq::new(&cfg, VarBuilder::from_varmap(&varmap, DType::F32, device))?;
+    varmap.load(dir.weights_path())?;
+    let refs: Vec<&Encoded> = encoded.iter().collect();
+    Ok((eval_loss(&model, &refs, 8, device)?, encoded.len()))
 }
 
 fn checkpoint(

@@ -21,6 +21,9 @@ pub struct PairRow {
     pub path: String,
     pub before: String,
     pub after: String,
+    /// The file's context the miner kept (imports, signatures), when present.
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 /// Errors reading mined pairs.

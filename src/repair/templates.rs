@@ -319,6 +319,7 @@ mod tests {
             path: "pkg/mod.py".into(),
             before: func(before),
             after: func(after),
+            context: None,
         }
     }
 
