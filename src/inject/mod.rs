@@ -247,7 +247,10 @@ fn inject_repo(
     if passing.is_empty() {
         return Err(RepoError::Skip("no passing tests".into()));
     }
-    let mutants = plan(&project, &baseline, &passing, options, sampler).map_err(|e| RepoError::Fatal(e.into()))?;
+    // Sampling neural bugs may take at most half the repository's budget: the rest runs tests.
+    let sampling_deadline = started + options.repo_timeout / 2;
+    let mutants = plan(&project, &baseline, &passing, options, sampler, sampling_deadline)
+        .map_err(|e| RepoError::Fatal(e.into()))?;
     on_event(InjectEvent::RepoStarted { repo: name.clone(), mutants: mutants.len() });
     let config = LabConfig {
         root: project.root(),
@@ -324,6 +327,7 @@ fn plan(
     passing: &BTreeSet<String>,
     options: &InjectOptions,
     mut sampler: Option<&mut crate::model::Patcher>,
+    sampling_deadline: Instant,
 ) -> Result<Vec<Mutant>, crate::model::ModelError> {
     let mut out = Vec::new();
     for file in project.repair_targets() {
@@ -387,7 +391,7 @@ fn plan(
             }
             let mut seen = HashSet::new();
             // Every distinct neural bug is tried, on top of the heuristic ones.
-            if let Some(sampler) = sampler.as_deref_mut() {
+            if let Some(sampler) = sampler.as_deref_mut().filter(|_| Instant::now() < sampling_deadline) {
                 out.extend(neural_mutants(sampler, file, &def, &skeleton, &tests, &mut seen, options)?);
             }
             let mut rng = SplitMix(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));

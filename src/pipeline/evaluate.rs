@@ -222,26 +222,6 @@ fn clean(session: &Session) -> bool {
         && session.failing().next().is_none()
 }
 
-/// Re-indent `sample` to the indentation of `like`'s first line.
-fn reindent(sample: &str, like: &str) -> String {
-    let indent = |s: &str| s.lines().next().map_or(0, |l| l.len() - l.trim_start().len());
-    let (want, have) = (indent(like), indent(sample));
-    sample
-        .lines()
-        .map(|l| {
-            if l.trim().is_empty() {
-                String::new()
-            } else if want >= have {
-                format!("{}{l}", " ".repeat(want - have))
-            } else {
-                l.chars().skip(have - want.min(have)).collect::<String>()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
 /// Top-1 / top-k of the patcher's samples on `bugs` (with or without traces); also how many
 /// bugs were unusable.
 fn success(
@@ -274,7 +254,7 @@ fn success(
         samples.sort_by(|a, b| b.count.cmp(&a.count).then(b.log_prob.total_cmp(&a.log_prob)));
         let mut seen = BTreeSet::new();
         for sample in samples.iter().filter(|s| s.finished) {
-            let text = reindent(&sample.text, &bug.fixed_function);
+            let text = crate::repair::candidate::reindent(&sample.text, &bug.fixed_function);
             if text.trim() == bug.buggy_function.trim()
                 || !seen.insert(text.clone())
                 || seen.len() > cfg.evaluate.samples
@@ -420,16 +400,5 @@ mod tests {
         assert!(!v.passes(&bug, original, "def double(x):\n    return x *\n").unwrap());
         // The package itself is never written.
         assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), original);
-    }
-
-    #[test]
-    fn samples_take_the_indentation_of_the_function_they_replace() {
-        let method = "    def f(self):\n        return 1\n";
-        assert_eq!(reindent("def f(self):\n    return 2\n", method), "    def f(self):\n        return 2\n");
-        assert_eq!(
-            reindent("        def f(self):\n            return 2\n", method),
-            "    def f(self):\n        return 2\n"
-        );
-        assert_eq!(reindent("def f():\n\n    return 2", "def f():\n"), "def f():\n\n    return 2\n");
     }
 }

@@ -159,6 +159,9 @@ fn pairs(cfg: &PipelineConfig, layout: &Layout<'_>) -> Result<Figures, PipelineE
     Ok(out)
 }
 
+/// Rows held out of training for the eval loss, at most.
+const EVAL_ROWS: usize = 32;
+
 /// Stages `bug-creator` and `patcher`: train (or resume) a model on JSONL rows.
 fn train(
     spec: &ModelSpec,
@@ -180,9 +183,11 @@ fn train(
         min_lr_ratio: 0.1,
         weight_decay: 0.01,
         clip_norm: 1.0,
-        eval_every: (spec.steps / 5).max(1),
+        // One eval at the end, on at most EVAL_ROWS rows: a pretrained model's forward pass on
+        // the CPU costs seconds per row.
+        eval_every: spec.steps,
         checkpoint_every: (spec.steps / 10).max(1),
-        eval_fraction: 0.05,
+        eval_fraction: (EVAL_ROWS as f64 / examples.len().max(1) as f64).min(0.05),
         seed,
     };
     let every = (spec.steps / 10).max(1);
@@ -311,7 +316,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), PipelineError> {
 fn fetch_sdist(spec: &str, root: &Path) -> Result<String, PipelineError> {
     let downloads = root.join("sdists");
     let out = std::process::Command::new("python3")
-        .args(["-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation", "-q", "-d"])
+        .args(["-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q", "-d"])
         .arg(&downloads)
         .arg(spec)
         .output()
