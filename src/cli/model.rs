@@ -184,6 +184,12 @@ pub enum ModelCommand {
         /// Score at most this many rows (the first ones).
         #[arg(long)]
         limit: Option<usize>,
+        /// Prompt tokens kept (default: the adapter's, else 768).
+        #[arg(long)]
+        max_prompt_tokens: Option<usize>,
+        /// Rows whose completion is longer are skipped (default: the adapter's, else 256).
+        #[arg(long)]
+        max_completion_tokens: Option<usize>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -378,7 +384,17 @@ pub fn run(command: ModelCommand) -> Result<()> {
             );
             Ok(())
         }
-        ModelCommand::Loss { data: files, task, adapter, no_context, limit, json, cpu } => {
+        ModelCommand::Loss {
+            data: files,
+            task,
+            adapter,
+            no_context,
+            limit,
+            max_prompt_tokens,
+            max_completion_tokens,
+            json,
+            cpu,
+        } => {
             let task = task.task();
             let mut examples = Vec::new();
             for f in &files {
@@ -388,7 +404,8 @@ pub fn run(command: ModelCommand) -> Result<()> {
             if no_context {
                 examples = examples.iter().map(data::without_context).collect();
             }
-            lm_loss(&examples, task, adapter.as_deref(), no_context, json, cpu)
+            let limits = (max_prompt_tokens, max_completion_tokens);
+            lm_loss(&examples, task, adapter.as_deref(), limits, no_context, json, cpu)
         }
         ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {
             use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
@@ -428,6 +445,7 @@ fn lm_loss(
     examples: &[data::Example],
     task: model::Task,
     adapter: Option<&Path>,
+    (max_prompt, max_completion): (Option<usize>, Option<usize>),
     no_context: bool,
     json: bool,
     cpu: bool,
@@ -440,6 +458,8 @@ fn lm_loss(
         None => LoraConfig::new(&gguf, task.name()),
     };
     task.name().clone_into(&mut config.task);
+    config.max_prompt_tokens = max_prompt.unwrap_or(config.max_prompt_tokens);
+    config.max_completion_tokens = max_completion.unwrap_or(config.max_completion_tokens);
     let started = std::time::Instant::now();
     let (loss, rows) = lora::cross_entropy(&gguf, dir.as_ref(), &config, examples, &t5::device(cpu)?)?;
     let seconds = started.elapsed().as_secs_f64();

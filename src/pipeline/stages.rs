@@ -353,15 +353,19 @@ fn fetch_sdist(spec: &str, root: &Path) -> Result<String, PipelineError> {
 
 /// The package directories of stage `packages`.
 pub(super) fn package_dirs(layout: &Layout<'_>) -> Result<Vec<PathBuf>, PipelineError> {
-    let root = layout.packages();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map_err(|e| PipelineError::io("read", &root, e))?
+    list_dir(&layout.packages(), |p| p.is_dir() && p.file_name().is_some_and(|n| n != "sdists"))
+}
+
+/// The entries of `dir` that `keep`, sorted.
+fn list_dir(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, PipelineError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| PipelineError::io("read", dir, e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "sdists"))
+        .filter(|p| keep(p))
         .collect();
-    dirs.sort();
-    Ok(dirs)
+    paths.sort();
+    Ok(paths)
 }
 
 /// Stage `inject`: heuristic and neural bugs in every package (resumes with inject's checkpoint).
@@ -407,14 +411,7 @@ fn inject(
 
 /// Every bug row of stage `inject`.
 pub(super) fn read_bugs(layout: &Layout<'_>) -> Result<Vec<BugRow>, PipelineError> {
-    let dir = layout.inject();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| PipelineError::io("read", &dir, e))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
+    let files = list_dir(&layout.inject(), |p| p.extension().is_some_and(|x| x == "jsonl"))?;
     let mut rows = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| PipelineError::io("read", &f, e))?;
