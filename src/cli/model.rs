@@ -285,10 +285,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             cpu,
         } => {
             let task = task.task();
-            let mut examples = Vec::new();
-            for f in &data_files {
-                examples.extend(data::read_jsonl(f, task)?);
-            }
+            let mut examples = data::read_jsonl_all(&data_files, task)?;
             eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
             let opts = TrainOptions {
                 steps,
@@ -396,10 +393,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             cpu,
         } => {
             let task = task.task();
-            let mut examples = Vec::new();
-            for f in &files {
-                examples.extend(data::read_jsonl(f, task)?);
-            }
+            let mut examples = data::read_jsonl_all(&files, task)?;
             examples.truncate(limit.unwrap_or(usize::MAX));
             if no_context {
                 examples = examples.iter().map(data::without_context).collect();

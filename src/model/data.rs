@@ -103,6 +103,18 @@ pub fn read_jsonl(path: &Path, task: Task) -> Result<Vec<Example>, ModelError> {
     Ok(out)
 }
 
+/// Every row of every file, in order.
+///
+/// # Errors
+/// As [`read_jsonl`].
+pub fn read_jsonl_all(paths: &[impl AsRef<Path>], task: Task) -> Result<Vec<Example>, ModelError> {
+    let mut out = Vec::new();
+    for path in paths {
+        out.extend(read_jsonl(path.as_ref(), task)?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

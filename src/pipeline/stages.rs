@@ -171,10 +171,7 @@ fn train(
     seed: u64,
     on_event: &(dyn Fn(PipelineEvent) + Sync),
 ) -> Result<Figures, PipelineError> {
-    let mut examples = Vec::new();
-    for f in data {
-        examples.extend(model::data::read_jsonl(f, task)?);
-    }
+    let examples = model::data::read_jsonl_all(data, task)?;
     let schedule = model::TrainOptions {
         steps: spec.steps,
         batch_size: spec.batch_size,
