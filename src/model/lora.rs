@@ -78,6 +78,16 @@ impl LoraConfig {
         }
     }
 
+    /// What the adapter writes: fixed functions (`patch`) or buggy ones (`bug-create`).
+    #[must_use]
+    pub fn task(&self) -> crate::model::Task {
+        if self.task == crate::model::Task::BugCreate.name() {
+            crate::model::Task::BugCreate
+        } else {
+            crate::model::Task::Patch
+        }
+    }
+
     /// The update's scale, `alpha / r`.
     #[must_use]
     pub fn scale(&self) -> f64 {

@@ -40,8 +40,7 @@ impl Patcher {
     pub fn task(&self) -> super::Task {
         match self {
             Patcher::T5(s) => s.config().task,
-            Patcher::Lm(p) if p.config().task == "bug-create" => super::Task::BugCreate,
-            Patcher::Lm(_) => super::Task::Patch,
+            Patcher::Lm(p) => p.config().task(),
         }
     }
 

@@ -146,14 +146,7 @@ impl SmolLm {
     /// # Errors
     /// When the file is unreadable or not a llama GGUF with tokenizer metadata.
     pub fn load(path: &Path, device: &Device) -> Result<SmolLm, ModelError> {
-        let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
-        let ct = gguf_file::Content::read(&mut file)?;
-        let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
-        // f32 weights for scoring: candle's quantized CPU matmul costs the same per row batched
-        // or not, while an f32 matmul over all positions of a continuation is several times
-        // faster; the quantized ones for generation steps (one row), where they are faster.
-        let model = Llama::from_gguf_with(&ct, &mut file, device, Weights::Mixed)?;
-        Ok(SmolLm { model, tokenizer, eos, device: device.clone() })
+        SmolLm::load_adapted(path, &HashMap::new(), device)
     }
 
     /// Load with a LoRA adapter's updates merged into their weights (see
@@ -165,6 +158,9 @@ impl SmolLm {
         let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
         let ct = gguf_file::Content::read(&mut file)?;
         let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
+        // f32 weights for scoring: candle's quantized CPU matmul costs the same per row batched
+        // or not, while an f32 matmul over all positions of a continuation is several times
+        // faster; the quantized ones for generation steps (one row), where they are faster.
         let model = Llama::from_gguf_adapted(&ct, &mut file, device, Weights::Mixed, deltas)?;
         Ok(SmolLm { model, tokenizer, eos, device: device.clone() })
     }

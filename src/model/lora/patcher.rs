@@ -2,7 +2,6 @@
 
 use super::train::prompt_text;
 use super::{block_count, AdapterDir, LoraConfig};
-use crate::model::config::Task;
 use crate::model::sample::SampleRun;
 use crate::model::smollm::{LineSampling, SmolLm, Until};
 use crate::model::{ModelError, Sample, SampleOptions};
@@ -49,17 +48,9 @@ impl LmPatcher {
         self.lm.encode(text).map_or(0, |ids| ids.len())
     }
 
-    fn task(&self) -> Task {
-        if self.config.task == "bug-create" {
-            Task::BugCreate
-        } else {
-            Task::Patch
-        }
-    }
-
     /// The prompt for `source`, its start cut so at most `max_prompt_tokens` remain.
     fn prompt(&self, source: &str) -> Result<String, ModelError> {
-        let text = prompt_text(source, self.task());
+        let text = prompt_text(source, self.config.task());
         let ids = self.lm.encode(&text)?;
         if ids.len() <= self.config.max_prompt_tokens {
             return Ok(text);

@@ -233,7 +233,7 @@ pub fn train_lora(
 ) -> Result<LoraTrainSummary, ModelError> {
     let (cfg, sched) = (&opts.config, &opts.schedule);
     cfg.validate()?;
-    let task = if cfg.task == "bug-create" { Task::BugCreate } else { Task::Patch };
+    let task = cfg.task();
     let mut file = std::fs::File::open(gguf).map_err(|e| ModelError::Io(gguf.display().to_string(), e))?;
     let ct = gguf_file::Content::read(&mut file)?;
     let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
@@ -344,7 +344,7 @@ pub fn cross_entropy(
     examples: &[Example],
     device: &Device,
 ) -> Result<(f32, usize), ModelError> {
-    let task = if cfg.task == "bug-create" { Task::BugCreate } else { Task::Patch };
+    let task = cfg.task();
     let mut file = std::fs::File::open(gguf).map_err(|e| ModelError::Io(gguf.display().to_string(), e))?;
     let ct = gguf_file::Content::read(&mut file)?;
     let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
