@@ -81,6 +81,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
         rank: rank.clone(),
         sandbox: SandboxKind::Local,
         docker: DockerConfig::default(),
+        reports: None,
     };
     for name in discover(&quixbugs).expect("quixbugs/fixtures has the QuixBugs layout") {
         let r = evaluate_program(&options, &name);

@@ -96,6 +96,7 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
         rank,
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
+        reports: Some(args.out.join("fix")),
     };
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new(programs.len() as u64)

@@ -47,6 +47,8 @@ pub struct EvalOptions {
     /// Sandbox of every test run `fix` makes.
     pub sandbox: SandboxKind,
     pub docker: DockerConfig,
+    /// Where each program's full `fix` report goes, as `<name>.json` (`None`: not written).
+    pub reports: Option<PathBuf>,
 }
 
 /// Why an evaluation could not start.
@@ -306,6 +308,9 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
             return error_result(name, reason, start.elapsed().as_secs_f64());
         }
     };
+    if let Some(dir) = &options.reports {
+        write_fix_report(dir, name, &outcome);
+    }
     let mut result = ProgramResult {
         name: name.to_string(),
         status: ProgramStatus::NotFixed,
@@ -347,6 +352,15 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
     }
     result.seconds = start.elapsed().as_secs_f64();
     result
+}
+
+/// Best effort: a report that cannot be written loses a diagnosis, not the evaluation.
+fn write_fix_report(dir: &Path, name: &str, outcome: &crate::repair::fix::FixOutcome) {
+    let report = crate::report::FixReport::new(outcome, name);
+    if let Ok(text) = serde_json::to_string_pretty(&report) {
+        let _ =
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(format!("{name}.json")), text + "\n"));
+    }
 }
 
 /// Compare the patched program with the correct one: on inputs when JSON cases exist, else by AST.

@@ -28,13 +28,24 @@ pub enum Source {
     Template,
     /// A line proposed cloze-style by a pretrained language model.
     LanguageModel,
-    /// Two or three edits combined, at different lines of one file.
-    Combined { edits: usize },
+    /// Two or three edits combined, at different lines of one file; `seed_fixed`: how many
+    /// originally failing tests the seed (the partial fix it extends) already fixed.
+    Combined { edits: usize, seed_fixed: usize },
     /// A function rewritten by the seq2seq patcher (`fix --model`).
     Neural,
 }
 
 impl Source {
+    /// How many originally failing tests a candidate from this source must fix to be
+    /// progress: one, or one more than the seed a combination extends.
+    #[must_use]
+    pub fn progress_threshold(self) -> usize {
+        match self {
+            Source::Combined { seed_fixed, .. } => seed_fixed + 1,
+            _ => 1,
+        }
+    }
+
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -441,7 +452,7 @@ const COMBINATION_PENALTY: f64 = 0.5;
 /// `seed` and `partner` combined into one patch (at different lines of one file), scored by
 /// the product of their scores; `None` when they cannot combine.
 #[must_use]
-pub fn combine(seed: &Candidate, partner: &super::search::Partner<'_>) -> Option<Proposal> {
+pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &super::search::Partner<'_>) -> Option<Proposal> {
     if seed.patch.file != partner.patch.file || seed.line == partner.line {
         return None;
     }
@@ -449,7 +460,7 @@ pub fn combine(seed: &Candidate, partner: &super::search::Partner<'_>) -> Option
     let edits = patch.edits().len();
     Some(Proposal {
         patch,
-        source: Source::Combined { edits },
+        source: Source::Combined { edits, seed_fixed },
         line: seed.line.min(partner.line),
         description: format!("{}; {}", seed.description, partner.description),
         score: seed.score * partner.score * COMBINATION_PENALTY,

@@ -40,10 +40,21 @@ impl CandidateOutcome {
         matches!(self, CandidateOutcome::Plausible)
     }
 
-    /// Some, but not all, originally failing tests pass: a seed for two-edit patches.
+    /// Some, but not all, originally failing tests pass, and more than `source` had to fix
+    /// to count ([`Source::progress_threshold`]: a combination must beat its seed): a seed
+    /// for multi-edit patches.
     #[must_use]
-    pub fn is_partial_fix(&self) -> bool {
-        matches!(self, CandidateOutcome::StillFailing { fixed, .. } if *fixed > 0)
+    pub fn is_partial_fix(&self, source: crate::repair::candidate::Source) -> bool {
+        self.fixed() >= source.progress_threshold() && !self.is_plausible()
+    }
+
+    /// Originally failing tests that now pass (all of them when plausible is not told apart).
+    #[must_use]
+    pub fn fixed(&self) -> usize {
+        match self {
+            CandidateOutcome::StillFailing { fixed, .. } => *fixed,
+            _ => 0,
+        }
     }
 
     #[must_use]

@@ -321,7 +321,7 @@ impl<'p> Search<'p> {
         if first {
             stats.validated += 1;
             stats.plausible += usize::from(validated.outcome.is_plausible());
-            stats.partial += usize::from(validated.outcome.is_partial_fix());
+            stats.partial += usize::from(validated.outcome.is_partial_fix(self.candidates[id.0].source));
         }
         stats.validation_seconds += validated.elapsed.as_secs_f64();
         self.results[id.0] = Some(validated.clone());

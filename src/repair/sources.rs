@@ -184,19 +184,20 @@ impl CandidateSource for CombinationSource {
     }
 
     fn next(&mut self, view: &View<'_>) -> Produced {
-        let mut seeds: Vec<&Candidate> = Vec::new();
+        // Seeds with the failing tests they fix: a combination seeds more only by fixing more.
+        let mut seeds: Vec<(&Candidate, usize)> = Vec::new();
         for id in &view.recorded[self.cursor..] {
             let seed = &view.candidates[id.0];
-            let partial = view.results[id.0].as_ref().is_some_and(|v| v.outcome.is_partial_fix());
-            if partial && seed.patch.edits().len() < MAX_EDITS && self.seeded.insert(*id) {
-                seeds.push(seed);
+            let Some(outcome) = view.results[id.0].as_ref().map(|v| &v.outcome) else { continue };
+            if outcome.is_partial_fix(seed.source) && seed.patch.edits().len() < MAX_EDITS && self.seeded.insert(*id) {
+                seeds.push((seed, outcome.fixed()));
             }
         }
         self.cursor = view.recorded.len();
         if seeds.is_empty() && !self.fallback_used && (view.singles_exhausted || view.late) {
             self.fallback_used = true;
             let top = top_singles(view.candidates, SEEDS_WITHOUT_PARTIAL_FIXES);
-            seeds = top.into_iter().filter(|c| self.seeded.insert(c.id)).collect();
+            seeds = top.into_iter().filter(|c| self.seeded.insert(c.id)).map(|c| (c, 0)).collect();
         }
         if seeds.is_empty() {
             return Produced::Pending;
@@ -204,7 +205,9 @@ impl CandidateSource for CombinationSource {
         let partners = view.top_singles(PARTNERS);
         let proposals = seeds
             .iter()
-            .flat_map(|seed| partners.iter().filter_map(move |partner| candidate::combine(seed, partner)))
+            .flat_map(|&(seed, fixed)| {
+                partners.iter().filter_map(move |partner| candidate::combine(seed, fixed, partner))
+            })
             .collect();
         Produced::Batch(proposals)
     }

@@ -170,3 +170,35 @@ fn proposals_are_deduplicated_across_sources_and_unparseable_ones_dropped() {
     assert_eq!((stats[1].1.generated, stats[1].1.duplicates), (0, 1));
     assert_eq!(search.candidates().len(), 1);
 }
+
+#[test]
+fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_source() {
+    let (_dir, project) = project();
+    // A combination lane whose 70 candidates all fix the one test their seed already fixed,
+    // and an operator lane whose better-scored head must not starve behind them.
+    let seeded = |i: usize| Proposal {
+        source: Source::Combined { edits: 2, seed_fixed: 1 },
+        ..proposal("a * b", &format!("a * b + {i}"), 0.2)
+    };
+    let combos = Fake::new(SourceKind::Combinations, vec![(0..70).map(seeded).collect()]);
+    let ops = Fake::new(SourceKind::Operators, vec![vec![proposal("a - b", "b - a", 0.1)]]);
+    let mut search = Search::new(&project, vec![Box::new(combos), Box::new(ops)], later());
+    let mut position = None;
+    for i in 0..71 {
+        let c = take(&mut search);
+        if c.source != (Source::Combined { edits: 2, seed_fixed: 1 }) {
+            position = Some(i);
+            break;
+        }
+        let outcome = CandidateOutcome::StillFailing { failing: vec!["t2".into()], fixed: 1 };
+        assert!(!outcome.is_partial_fix(c.source), "no progress over the seed");
+        search.record(&Validated { candidate_id: c.id, outcome, elapsed: Duration::from_millis(10) });
+    }
+    // Counted as failures, the combinations' weight 1 / (0.02 n + 1) falls below 0.1 / 0.2
+    // after 50 of them; counted as hits it would rise with each one and the operator would
+    // wait behind all 70.
+    let position = position.expect("the operator candidate was drawn");
+    assert!((45..=55).contains(&position), "drawn at {position}");
+    let stats = search.stats();
+    assert_eq!(stats[0].1.partial, 0);
+}
