@@ -71,6 +71,8 @@ pub struct RankedReport {
     pub description: String,
     pub outcome: &'static str,
     pub score: f64,
+    /// Edits in the patch: fewer edits rank first, then the ranking key.
+    pub edits: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
     /// The ranking key.
@@ -121,13 +123,14 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 description: c.description.clone(),
                 outcome: v.outcome.name(),
                 score: c.score,
+                edits: c.patch.edits().len(),
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
             }
         })
         .collect();
-    plausible.sort_by(|a, b| b.rank_key.total_cmp(&a.rank_key).then(a.id.cmp(&b.id)));
+    plausible.sort_by(|a, b| a.edits.cmp(&b.edits).then(b.rank_key.total_cmp(&a.rank_key)).then(a.id.cmp(&b.id)));
     Some(RankingReport {
         model: ranking.model.display().to_string(),
         likelihood_weight: crate::repair::rank::LIKELIHOOD_WEIGHT,

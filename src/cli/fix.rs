@@ -382,7 +382,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             );
             if let Some(ranking) = &report.ranking {
                 eprintln!(
-                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; key = ln(score) + {} × gain):",
+                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; fewest edits first, then key = ln(score) + {} × gain):",
                     ranking.plausible.len(),
                     ranking.scored,
                     ranking.seconds,

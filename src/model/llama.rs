@@ -1,4 +1,4 @@
-//! Quantized llama decoder from a GGUF file, with logits for every position and a causal mask on top of the KV cache.
+//! Quantized llama or Gemma 3 decoder from a GGUF file, with logits for every position and a causal mask on top of the KV cache.
 
 // Adapted from candle-transformers 0.9.2, `src/models/quantized_llama.rs`
 // (https://github.com/huggingface/candle), copyright the candle authors, dual-licensed under
@@ -7,7 +7,10 @@
 // last `n` positions (`forward_all`: every position), the causal mask also covers a
 // multi-token forward at `index_pos > 0` (query `i` attends to keys `0..=index_pos + i`), a
 // batch-1 cache is shared by every row of a batch, and the matmul weights can be kept in f32
-// (`Weights`).
+// (`Weights`). Gemma 3 (`general.architecture = gemma3`; its layer layout as in
+// candle-transformers' `quantized_gemma3.rs`): scaled embeddings, per-head query/key norms,
+// norms after attention and MLP, GELU (tanh) MLP, NeoX rotary embeddings with a local base on
+// sliding-window layers, whose window the mask also applies while generating.
 
 use super::ModelError;
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
@@ -73,14 +76,26 @@ struct Mlp {
     w1: Linear,
     w2: Linear,
     w3: Linear,
+    /// GELU (tanh approximation) instead of SiLU on the gate (Gemma).
+    gelu: bool,
 }
 
 impl Mlp {
     fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
         let w1 = self.w1.forward(xs, dense)?;
         let w3 = self.w3.forward(xs, dense)?;
-        self.w2.forward(&(candle_nn::ops::silu(&w1)? * w3)?, dense)
+        let gate = if self.gelu { w1.gelu()? } else { candle_nn::ops::silu(&w1)? };
+        self.w2.forward(&(gate * w3)?, dense)
     }
+}
+
+/// What Gemma 3 adds to a llama layer.
+#[derive(Debug, Clone)]
+struct GemmaNorms {
+    q: RmsNorm,
+    k: RmsNorm,
+    post_attention: RmsNorm,
+    post_ffw: RmsNorm,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +112,11 @@ struct Layer {
     head_dim: usize,
     cos: Tensor,
     sin: Tensor,
+    /// NeoX (halves) rather than interleaved rotary embeddings.
+    neox: bool,
+    gemma: Option<GemmaNorms>,
+    /// Keys this far back or further are not attended to (Gemma's sliding-window layers).
+    window: Option<usize>,
     neg_inf: Tensor,
     cache: KvCache,
 }
@@ -136,7 +156,11 @@ impl Layer {
         let (_b, _h, seq_len, _d) = x.dims4()?;
         let cos = self.cos.narrow(0, index_pos, seq_len)?;
         let sin = self.sin.narrow(0, index_pos, seq_len)?;
-        candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
+        if self.neox {
+            candle_nn::rotary_emb::rope(&x.contiguous()?, &cos, &sin)
+        } else {
+            candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
+        }
     }
 
     fn attention(
@@ -146,9 +170,13 @@ impl Layer {
         index_pos: usize,
         dense: bool,
     ) -> candle_core::Result<Tensor> {
-        let (b, seq_len, n_embd) = x.dims3()?;
+        let (b, seq_len, _) = x.dims3()?;
         let q = self.wq.forward(x, dense)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
         let k = self.wk.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
+        let (q, k) = match &self.gemma {
+            Some(g) => (g.q.forward(&q.contiguous()?)?, g.k.forward(&k.contiguous()?)?),
+            None => (q, k),
+        };
         let v = self
             .wv
             .forward(x, dense)?
@@ -162,8 +190,26 @@ impl Layer {
         }
         let own = self.cache.push(k, v)?;
         let y = self.attend(&q, &own, mask)?;
-        let y = y.transpose(1, 2)?.reshape((b, seq_len, n_embd))?;
+        let y = y.transpose(1, 2)?.reshape((b, seq_len, self.n_head * self.head_dim))?;
         self.wo.forward(&y, dense)
+    }
+
+    /// One decoder layer: attention and MLP blocks with their residuals; `masks`: for full
+    /// attention and for the sliding window.
+    fn forward(&mut self, h: &Tensor, masks: &Masks, index_pos: usize, dense: bool) -> candle_core::Result<Tensor> {
+        let mask = if self.window.is_some() { masks.window.as_ref() } else { masks.causal.as_ref() };
+        let attn = self.attention(&self.attention_norm.forward(h)?, mask, index_pos, dense)?;
+        let attn = match &self.gemma {
+            Some(g) => g.post_attention.forward(&attn)?,
+            None => attn,
+        };
+        let h1 = (attn + h)?;
+        let mlp = self.mlp.forward(&self.ffn_norm.forward(&h1)?, dense)?;
+        let mlp = match &self.gemma {
+            Some(g) => g.post_ffw.forward(&mlp)?,
+            None => mlp,
+        };
+        mlp + h1
     }
 
     /// Grouped-query attention of `q` `(b, heads, L, d)` over the shared prefix (batch 1, read
@@ -209,14 +255,25 @@ impl Layer {
     }
 }
 
-/// A llama-architecture decoder with quantized weights and a KV cache. Cloning is cheap (the
-/// weights are shared) and copies the cache, so a cached prefix can be continued several ways.
+/// A llama-architecture (or Gemma 3) decoder with quantized weights and a KV cache. Cloning
+/// is cheap (the weights are shared) and copies the cache, so a cached prefix can be continued
+/// several ways.
 #[derive(Debug, Clone)]
 pub struct Llama {
     embeddings: Embedding,
+    /// Embeddings are multiplied by this (Gemma: √hidden size).
+    embedding_scale: Option<f64>,
     layers: Vec<Layer>,
     norm: RmsNorm,
     output: Linear,
+    /// Sliding-window size of the layers that have one.
+    window: Option<usize>,
+}
+
+/// The masks of one forward (`None`: nothing to mask).
+struct Masks {
+    causal: Option<Tensor>,
+    window: Option<Tensor>,
 }
 
 fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
@@ -230,11 +287,22 @@ fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core:
     Ok((idx_theta.cos()?, idx_theta.sin()?))
 }
 
-/// `mask[i][j]` is 1 where query `i` (at position `index_pos + i`) must not see key `j`.
-fn causal_mask(seq_len: usize, index_pos: usize, device: &Device) -> candle_core::Result<Tensor> {
+/// `mask[i][j]` is 1 where query `i` (at position `index_pos + i`) must not see key `j`: a
+/// later key, or one `window` or more positions back. `None` when nothing is masked.
+fn causal_mask(
+    seq_len: usize,
+    index_pos: usize,
+    window: Option<usize>,
+    device: &Device,
+) -> candle_core::Result<Option<Tensor>> {
     let keys = index_pos + seq_len;
-    let mask: Vec<u8> = (0..seq_len).flat_map(|i| (0..keys).map(move |j| u8::from(j > index_pos + i))).collect();
-    Tensor::from_slice(&mask, (seq_len, keys), device)
+    let window = window.filter(|&w| keys > w);
+    if seq_len == 1 && window.is_none() {
+        return Ok(None);
+    }
+    let hidden = |i: usize, j: usize| j > index_pos + i || window.is_some_and(|w| index_pos + i >= j + w);
+    let mask: Vec<u8> = (0..seq_len).flat_map(|i| (0..keys).map(move |j| u8::from(hidden(i, j)))).collect();
+    Tensor::from_slice(&mask, (seq_len, keys), device).map(Some)
 }
 
 impl Llama {
@@ -276,22 +344,45 @@ impl Llama {
         weights: Weights,
         deltas: &std::collections::HashMap<String, Tensor>,
     ) -> Result<Llama, ModelError> {
-        let md =
-            |key: &str| ct.metadata.get(key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")));
-        let experts = md("llama.expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
+        let arch = match ct.metadata.get("general.architecture").map(gguf_file::Value::to_string) {
+            Some(Ok(a)) => a.clone(),
+            _ => "llama".to_string(),
+        };
+        let gemma = match arch.as_str() {
+            "llama" => false,
+            "gemma3" => true,
+            other => {
+                return Err(ModelError::Config(format!("GGUF architecture `{other}` is not supported (llama, gemma3)")))
+            }
+        };
+        let md = |key: &str| {
+            let key = format!("{arch}.{key}");
+            ct.metadata.get(&key).ok_or_else(|| ModelError::Config(format!("GGUF metadata lacks {key}")))
+        };
+        let experts = md("expert_count").and_then(|v| Ok(v.to_u32()?)).unwrap_or(0);
         if experts > 1 {
             return Err(ModelError::Config(format!(
-                "mixture-of-experts GGUF (llama.expert_count = {experts}) is not supported"
+                "mixture-of-experts GGUF ({arch}.expert_count = {experts}) is not supported"
             )));
         }
-        let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
-        let n_kv_head = md("llama.attention.head_count_kv")?.to_u32()? as usize;
-        let block_count = md("llama.block_count")?.to_u32()? as usize;
-        let embedding_length = md("llama.embedding_length")?.to_u32()? as usize;
-        let rope_dim = md("llama.rope.dimension_count")?.to_u32()? as usize;
-        let rms_norm_eps = f64::from(md("llama.attention.layer_norm_rms_epsilon")?.to_f32()?);
-        let rope_freq_base = md("llama.rope.freq_base").and_then(|m| Ok(m.to_f32()?)).unwrap_or(10000f32);
+        let n_head = md("attention.head_count")?.to_u32()? as usize;
+        let n_kv_head = md("attention.head_count_kv")?.to_u32()? as usize;
+        let block_count = md("block_count")?.to_u32()? as usize;
+        let embedding_length = md("embedding_length")?.to_u32()? as usize;
+        let head_dim = match md("attention.key_length") {
+            Ok(v) => v.to_u32()? as usize,
+            Err(_) => embedding_length / n_head,
+        };
+        let rope_dim = md("rope.dimension_count").and_then(|v| Ok(v.to_u32()? as usize)).unwrap_or(head_dim);
+        let rms_norm_eps = f64::from(md("attention.layer_norm_rms_epsilon")?.to_f32()?);
+        let rope_freq_base = md("rope.freq_base").and_then(|m| Ok(m.to_f32()?)).unwrap_or(10000f32);
         let (cos, sin) = rope_tables(rope_dim, rope_freq_base, device)?;
+        // Gemma 3: five sliding-window layers (local rotary base) for each global one.
+        let window = if gemma { Some(md("attention.sliding_window")?.to_u32()? as usize) } else { None };
+        let local_base = md("rope.local_freq_base").and_then(|m| Ok(m.to_f32()?)).unwrap_or(10000f32);
+        let local_every = md("attention.sliding_window_type").and_then(|m| Ok(m.to_u32()? as usize)).unwrap_or(6);
+        let (local_cos, local_sin) =
+            if gemma { rope_tables(rope_dim, local_base, device)? } else { (cos.clone(), sin.clone()) };
         let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
         let mut tensor = |name: &str| ct.tensor(reader, name, device);
         let embeddings_q = tensor("token_embd.weight")?;
@@ -312,9 +403,21 @@ impl Llama {
                 }
             };
             let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
-            let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")? };
-            let attention_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, rms_norm_eps)?;
-            let ffn_norm = RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, rms_norm_eps)?;
+            let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")?, gelu: gemma };
+            let mut rms = |name: &str| RmsNorm::from_qtensor(tensor(&format!("blk.{i}.{name}.weight"))?, rms_norm_eps);
+            let (attention_norm, ffn_norm) = (rms("attn_norm")?, rms("ffn_norm")?);
+            let norms = if gemma {
+                Some(GemmaNorms {
+                    q: rms("attn_q_norm")?,
+                    k: rms("attn_k_norm")?,
+                    post_attention: rms("post_attention_norm")?,
+                    post_ffw: rms("post_ffw_norm")?,
+                })
+            } else {
+                None
+            };
+            let sliding = gemma && (i + 1) % local_every.max(1) != 0;
+            let (cos, sin) = if sliding { (local_cos.clone(), local_sin.clone()) } else { (cos.clone(), sin.clone()) };
             layers.push(Layer {
                 wq,
                 wk,
@@ -325,18 +428,25 @@ impl Llama {
                 ffn_norm,
                 n_head,
                 n_kv_head,
-                head_dim: embedding_length / n_head,
-                cos: cos.clone(),
-                sin: sin.clone(),
+                head_dim,
+                cos,
+                sin,
+                neox: gemma,
+                gemma: norms,
+                window: window.filter(|_| sliding),
                 neg_inf: neg_inf.clone(),
                 cache: KvCache::default(),
             });
         }
+        #[allow(clippy::cast_precision_loss)]
+        let embedding_scale = gemma.then(|| (embedding_length as f64).sqrt());
         Ok(Llama {
             embeddings: Embedding::new(embeddings, embedding_length),
+            embedding_scale,
             layers,
             norm,
             output: Linear::new(output, weights, device)?,
+            window,
         })
     }
 
@@ -355,12 +465,19 @@ impl Llama {
         if n > seq_len {
             candle_core::bail!("asked for the logits of {n} positions of {seq_len}");
         }
-        let mask = if seq_len == 1 { None } else { Some(causal_mask(seq_len, index_pos, x.device())?) };
+        let masks = Masks {
+            causal: causal_mask(seq_len, index_pos, None, x.device())?,
+            window: match self.window {
+                Some(w) => causal_mask(seq_len, index_pos, Some(w), x.device())?,
+                None => None,
+            },
+        };
         let mut h = self.embeddings.forward(x)?;
+        if let Some(scale) = self.embedding_scale {
+            h = (h * scale)?;
+        }
         for layer in &mut self.layers {
-            let attn = layer.attention(&layer.attention_norm.forward(&h)?, mask.as_ref(), index_pos, dense)?;
-            let h1 = (attn + &h)?;
-            h = (layer.mlp.forward(&layer.ffn_norm.forward(&h1)?, dense)? + h1)?;
+            h = layer.forward(&h, &masks, index_pos, dense)?;
         }
         let h = self.norm.forward(&h.narrow(1, seq_len - n, n)?)?;
         self.output.forward(&h, dense)

@@ -9,6 +9,7 @@ pub mod optim;
 pub mod patcher;
 pub mod sample;
 pub mod smollm;
+pub mod spm;
 pub mod t5;
 pub mod tokenizer;
 pub mod train;

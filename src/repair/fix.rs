@@ -791,15 +791,23 @@ fn push_note(notes: &Mutex<Vec<String>>, note: String) {
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: highest `key` (the score, localization × prior, or with a
-/// ranker `rank::combined`), then the smallest edit, then the earliest admitted.
+/// Among plausible candidates: the fewest edits (a patch that changes more is likelier to
+/// fit the tests rather than fix the bug, and a language model's likelihood gain grows with
+/// the code a patch deletes), then the highest `key` (the score, localization × prior, or
+/// with a ranker `rank::combined`), then the smallest edit, then the earliest admitted.
 fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<CandidateId> {
     search
         .plausible()
         .into_iter()
         .map(|id| search.candidate(id))
         .min_by(|a, b| {
-            key(b).total_cmp(&key(a)).then_with(|| a.edit_size.cmp(&b.edit_size)).then_with(|| a.id.cmp(&b.id))
+            a.patch
+                .edits()
+                .len()
+                .cmp(&b.patch.edits().len())
+                .then_with(|| key(b).total_cmp(&key(a)))
+                .then_with(|| a.edit_size.cmp(&b.edit_size))
+                .then_with(|| a.id.cmp(&b.id))
         })
         .map(|c| c.id)
 }

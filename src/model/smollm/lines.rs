@@ -120,7 +120,7 @@ impl SmolLm {
         text: &str,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Prefix>, ModelError> {
-        let ids = self.encode(text)?;
+        let ids = if prefix.is_empty() { self.encode_prompt(text)? } else { self.encode(text)? };
         if ids.is_empty() {
             return if prefix.is_empty() {
                 Err(ModelError::Data("empty prompt".into()))
