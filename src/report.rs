@@ -71,8 +71,10 @@ pub struct RankedReport {
     pub description: String,
     pub outcome: &'static str,
     pub score: f64,
-    /// Edits in the patch: fewer edits rank first, then the ranking key.
+    /// Edits in the patch: fewer edits rank first, then fewer deleted calls, then the
+    /// ranking key.
     pub edits: usize,
+    pub deleted_calls: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
     /// The ranking key.
@@ -124,13 +126,19 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 outcome: v.outcome.name(),
                 score: c.score,
                 edits: c.patch.edits().len(),
+                deleted_calls: c.deleted_calls,
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
             }
         })
         .collect();
-    plausible.sort_by(|a, b| a.edits.cmp(&b.edits).then(b.rank_key.total_cmp(&a.rank_key)).then(a.id.cmp(&b.id)));
+    plausible.sort_by(|a, b| {
+        (a.edits, a.deleted_calls)
+            .cmp(&(b.edits, b.deleted_calls))
+            .then(b.rank_key.total_cmp(&a.rank_key))
+            .then(a.id.cmp(&b.id))
+    });
     Some(RankingReport {
         model: ranking.model.display().to_string(),
         likelihood_weight: crate::repair::rank::LIKELIHOOD_WEIGHT,

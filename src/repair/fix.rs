@@ -444,18 +444,10 @@ fn lab_config<'a>(
     deadline: Instant,
 ) -> LabConfig<'a> {
     LabConfig {
-        root: project.root(),
         selectors: options.run_selectors(),
         failing: outcome.failing.clone(),
-        passing: outcome.baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect(),
-        total_tests: outcome.baseline.tests.len(),
-        timeouts: Timeouts::from_baseline(&outcome.baseline),
-        deadline,
-        jobs: options.jobs,
         stop_after_plausible: 1,
-        stop_after_validated: usize::MAX,
-        engine: options.engine,
-        baseline: &outcome.baseline,
+        ..LabConfig::for_baseline(project.root(), &outcome.baseline, options.engine, options.jobs, deadline)
     }
 }
 
@@ -791,10 +783,11 @@ fn push_note(notes: &Mutex<Vec<String>>, note: String) {
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: the fewest edits (a patch that changes more is likelier to
-/// fit the tests rather than fix the bug, and a language model's likelihood gain grows with
-/// the code a patch deletes), then the highest `key` (the score, localization × prior, or
-/// with a ranker `rank::combined`), then the smallest edit, then the earliest admitted.
+/// Among plausible candidates: the fewest edits, then the fewest deleted calls (a patch that
+/// changes more, or drops a call, is likelier to fit the tests rather than fix the bug, and a
+/// language model's likelihood gain grows with the code a patch deletes), then the highest
+/// `key` (the score, localization × prior, or with a ranker `rank::combined`), then the
+/// smallest edit, then the earliest admitted.
 fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<CandidateId> {
     search
         .plausible()
@@ -805,6 +798,7 @@ fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<C
                 .edits()
                 .len()
                 .cmp(&b.patch.edits().len())
+                .then_with(|| a.deleted_calls.cmp(&b.deleted_calls))
                 .then_with(|| key(b).total_cmp(&key(a)))
                 .then_with(|| a.edit_size.cmp(&b.edit_size))
                 .then_with(|| a.id.cmp(&b.id))

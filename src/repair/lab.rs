@@ -196,7 +196,34 @@ pub struct LabConfig<'a> {
     pub baseline: &'a Session,
 }
 
-impl LabConfig<'_> {
+impl<'a> LabConfig<'a> {
+    /// Validate against `baseline` of the project at `root`: its failing tests must pass, its
+    /// passing tests must keep passing, with limits learned from it, the whole suite, no early
+    /// stop; struct update syntax changes the rest.
+    #[must_use]
+    pub fn for_baseline(
+        root: &'a Path,
+        baseline: &'a Session,
+        engine: EngineChoice,
+        jobs: usize,
+        deadline: Instant,
+    ) -> LabConfig<'a> {
+        LabConfig {
+            root,
+            selectors: &[],
+            failing: baseline.failing().map(|t| t.nodeid.clone()).collect(),
+            passing: baseline.tests.iter().filter(|t| t.outcome.is_ok()).map(|t| t.nodeid.clone()).collect(),
+            total_tests: baseline.tests.len(),
+            timeouts: Timeouts::from_baseline(baseline),
+            deadline,
+            jobs,
+            stop_after_plausible: usize::MAX,
+            stop_after_validated: usize::MAX,
+            engine,
+            baseline,
+        }
+    }
+
     /// True when a line of `focus`'s bodies ran at import time: hot-swapping would leave
     /// import-time results stale, and per-test coverage would not show every dependent test.
     pub fn runs_at_import(&self, file: &str, focus: &Focus) -> bool {

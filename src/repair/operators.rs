@@ -29,7 +29,8 @@ pub enum Operator {
     VariableMisuse,
     /// Replace `a op b` by one of its operands.
     RemoveOperand,
-    /// `True` ↔ `False`, empty-container variants, `None` ↔ `0`.
+    /// `True` ↔ `False`, empty-container variants, `None` ↔ `0`; two adjacent `%` directives of
+    /// a format string swapped.
     Literal,
     /// `cond` → `cond and x is not None`, `cond or not x`, ... for names in scope.
     ConditionChange,
@@ -147,6 +148,9 @@ pub struct Mutation {
 const COMPARISONS: &[&str] = &["<", "<=", ">", ">=", "==", "!="];
 /// Binary operators whose operands are worth swapping (not commutative, or `+` on sequences).
 const SWAPPABLE: &[&str] = &["-", "/", "//", "%", "**", "+", "<<", ">>", "@"];
+
+/// Format strings with more `%` directives than this are left alone.
+const MAX_DIRECTIVES: usize = 8;
 
 const ARITHMETIC: &[(&str, &[&str])] = &[
     ("+", &["-", "*"]),
@@ -327,6 +331,7 @@ impl Generator<'_> {
                 let alt = if empty { format!("{quote} {quote}") } else { format!("{quote}{quote}") };
                 self.push(Operator::Literal, node, alt);
             }
+            "string" => self.format_directives(node),
             "attribute" => self.attribute_misuse(node),
             "except_clause" => self.exception_type(node),
             "yield" => self.yield_from(node),
@@ -631,6 +636,36 @@ impl Generator<'_> {
         }
         for wrapped in wrappers {
             self.push(Operator::WrapExpression, node, wrapped);
+        }
+    }
+
+    /// `"%Y-%d-%m"` → `"%Y-%m-%d"`: two adjacent `%` directives of a format string (printf,
+    /// `strftime`, logging) swapped.
+    fn format_directives(&mut self, node: Node<'_>) {
+        let text = self.text(node).as_bytes().to_vec();
+        let mut directives = Vec::new();
+        let mut i = 0;
+        while i + 1 < text.len() {
+            match (text[i], text[i + 1]) {
+                (b'%', b'%') => i += 2,
+                (b'%', c) if c.is_ascii_alphabetic() => {
+                    directives.push(i + 1);
+                    i += 2;
+                }
+                _ => i += 1,
+            }
+        }
+        if directives.len() > MAX_DIRECTIVES {
+            return;
+        }
+        for pair in directives.windows(2) {
+            if text[pair[0]] != text[pair[1]] {
+                let mut swapped = text.clone();
+                swapped.swap(pair[0], pair[1]);
+                if let Ok(swapped) = String::from_utf8(swapped) {
+                    self.push(Operator::Literal, node, swapped);
+                }
+            }
         }
     }
 
@@ -1642,6 +1677,21 @@ mod catalogue_tests {
         assert!(v.len() <= 2 * MAX_ATTRIBUTE_ALTERNATIVES, "{}", v.len());
         // The receiver's own attributes are kept before 40 others: width → height.
         assert!(v.iter().any(|p| p.contains("self.height * self.hieght")), "{v:#?}");
+    }
+
+    #[test]
+    fn adjacent_format_directives_are_swapped() {
+        let src = "def f(t):\n    return t.strftime('%Y-%d-%m %%d %H:%H') + '%s%%'\n";
+        let v = patched(src, 2, Operator::Literal);
+        assert!(v.iter().any(|p| p.contains("'%Y-%m-%d %%d %H:%H'")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("'%d-%Y-%m %%d")), "{v:#?}");
+        // `%%` is no directive, and equal directives are not swapped.
+        assert!(!v.iter().any(|p| p.contains("%d-%m %%H") || p.contains("'%%s") || p.contains("%m %H:%%")), "{v:#?}");
+        assert_eq!(
+            v.iter().filter(|p| p.contains("strftime") && !p.contains("'%Y-%d-%m %%d %H:%H'")).count(),
+            3,
+            "{v:#?}"
+        );
     }
 
     #[test]

@@ -260,6 +260,7 @@ mod tests {
             description: String::new(),
             score: 0.5,
             edit_size: 1,
+            deleted_calls: 0,
             focus,
         }
     }
