@@ -16,6 +16,7 @@ pub mod pytest;
 pub mod python;
 pub mod repair;
 pub mod report;
+pub mod rng;
 pub mod sandbox;
 pub mod settings;
 pub mod shard;

@@ -32,6 +32,10 @@ pub struct LimitArgs {
     /// Longest repr kept for a value, in characters.
     #[arg(long, default_value_t = 300)]
     max_repr: usize,
+    /// Python interpreter that runs the program (and, in `debug`, evaluates `p` expressions
+    /// and breakpoint conditions).
+    #[arg(long, default_value = "python3")]
+    python: PathBuf,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
 }
@@ -43,6 +47,7 @@ impl LimitArgs {
             timeout: Duration::from_secs_f64(self.timeout.max(0.1)),
             max_events: self.max_events,
             max_repr: self.max_repr,
+            python: self.python.clone(),
             sandbox,
             ..record::RecordLimits::standard()
         })
@@ -279,7 +284,7 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
                     Box::new(session::PredictorBackend::new(p, &t))
                 }
             };
-            pdb::run(backend.as_mut(), &t.program, &file, input, &mut stdout, echo)?;
+            pdb::run(backend.as_mut(), &t.program, &file, &limits.python, input, &mut stdout, echo)?;
             Ok(())
         }
         DebuggerCommand::Dap { python } => {

@@ -42,7 +42,8 @@ pub struct Pdb<'a> {
     evaluator: Evaluator,
 }
 
-/// Run the command loop until `quit` or end of input; `file` names the program in locations.
+/// Run the command loop until `quit` or end of input; `file` names the program in locations;
+/// `python` evaluates expressions and breakpoint conditions.
 /// When `echo` is set (non-interactive input), each command is printed after the prompt so the
 /// transcript reads like a session.
 ///
@@ -52,6 +53,7 @@ pub fn run(
     backend: &mut dyn DebugBackend,
     program: &str,
     file: &str,
+    python: &Path,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
     echo: bool,
@@ -64,7 +66,7 @@ pub fn run(
         next_number: 1,
         displays: Vec::new(),
         frame_offset: 0,
-        evaluator: Evaluator::new(Path::new("python3")),
+        evaluator: Evaluator::new(python),
     };
     writeln!(out, "{}", pdb.describe())?;
     let mut last = String::new();
@@ -500,7 +502,8 @@ mod tests {
 
     fn transcript(backend: &mut dyn DebugBackend, program: &str, commands: &str) -> String {
         let mut out = Vec::new();
-        run(backend, program, "prog.py", &mut commands.as_bytes(), &mut out, true).expect("in-memory io");
+        run(backend, program, "prog.py", Path::new("python3"), &mut commands.as_bytes(), &mut out, true)
+            .expect("in-memory io");
         String::from_utf8(out).expect("utf-8")
     }
 

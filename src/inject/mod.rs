@@ -386,7 +386,7 @@ fn plan(
             if let Some(sampler) = sampler.as_deref_mut().filter(|_| Instant::now() < sampling_deadline) {
                 out.extend(neural_mutants(sampler, file, &def, &skeleton, &tests, &mut seen, options)?);
             }
-            let mut rng = SplitMix(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
+            let mut rng = crate::rng::Rng::new(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
             let mut queues: Vec<VecDeque<(usize, crate::repair::operators::Mutation)>> = by_operator
                 .into_values()
                 .map(|mut v| {
@@ -544,24 +544,4 @@ fn validate(
 fn hash(text: &str) -> u64 {
     // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// A small seeded PRNG (SplitMix64) for reproducible sampling.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = usize::try_from(self.next() % (i as u64 + 1)).unwrap_or(0);
-            items.swap(i, j);
-        }
-    }
 }

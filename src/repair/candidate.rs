@@ -214,7 +214,7 @@ pub fn operator_proposals(
 ) -> Vec<Proposal> {
     let mut mutations = mutations_at_line_in(&file.parsed, scope, susp.line);
     mutations.extend(call_argument_fixes(file, susp));
-    mutations
+    let mut proposals: Vec<Proposal> = mutations
         .into_iter()
         .map(|mutation| {
             let steer = susp.crash.as_ref().map_or(1.0, |crash| crash_steer(crash, &mutation, file.parsed.text()));
@@ -226,7 +226,74 @@ pub fn operator_proposals(
                 description: mutation.description,
             }
         })
-        .collect()
+        .collect();
+    proposals.extend(missing_key_fixes(file, susp).into_iter().map(|(line, mutation)| Proposal {
+        score: susp.score * priors.weight(mutation.operator) * CRASH_STEER,
+        patch: Patch::single(file.rel.clone(), mutation.edit),
+        source: Source::Operator(mutation.operator),
+        line,
+        description: mutation.description,
+    }));
+    proposals
+}
+
+/// A `KeyError` raised at this line for a key that a dictionary literal of the file nearly
+/// has (`'WARN'` for `'WARNING'`: one is a prefix of the other, they differ in case only, or
+/// by at most two edits): that key renamed to the missing one. The edit lies at the literal's
+/// line, which comes with it.
+fn missing_key_fixes(
+    file: &crate::project::SourceFile,
+    susp: &crate::localize::SuspiciousLine,
+) -> Vec<(usize, super::operators::Mutation)> {
+    use crate::localize::CrashKind;
+    let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::KeyError && c.raised_here) else {
+        return Vec::new();
+    };
+    let Some(missing) = quoted(&crash.message) else { return Vec::new() };
+    let near = |key: &str| {
+        key != missing
+            && ((missing.starts_with(key) || key.starts_with(missing)) && key.len().min(missing.len()) >= 3
+                || key.eq_ignore_ascii_case(missing)
+                || super::operators::edit_distance(key, missing) <= 2)
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![file.parsed.root()];
+    while let Some(node) = stack.pop() {
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+        if node.kind() != "pair" {
+            continue;
+        }
+        let Some(key) = node.child_by_field_name("key").filter(|k| k.kind() == "string") else { continue };
+        let text = file.parsed.node_text(key);
+        let Some(replacement) = renamed_key(text, missing).filter(|_| quoted(text).is_some_and(near)) else { continue };
+        let mutation = super::operators::Mutation {
+            operator: Operator::Literal,
+            edit: Edit::replacement(key.byte_range(), replacement.clone()),
+            description: format!("`{text}` → `{replacement}` (the missing key)"),
+        };
+        out.push((key.start_position().row + 1, mutation));
+    }
+    out
+}
+
+/// A plain string literal (`'k'`, `"k"`, `b'k'`: one quote character each side, no escapes)
+/// with its contents replaced by `key`.
+fn renamed_key(literal: &str, key: &str) -> Option<String> {
+    let open = literal.find(['\'', '"'])?;
+    let quote = literal[open..].chars().next()?;
+    let inner = literal.get(open + 1..literal.len().checked_sub(1)?)?;
+    let plain = literal.ends_with(quote) && !inner.contains(['\\', quote]) && !inner.is_empty();
+    let fits = !key.contains(['\\', '\'', '"', '\n']);
+    (plain && fits).then(|| format!("{}{key}{quote}", &literal[..=open]))
+}
+
+/// The text between the first pair of matching single or double quotes.
+fn quoted(text: &str) -> Option<&str> {
+    let start = text.find(['\'', '"'])?;
+    let quote = text[start..].chars().next()?;
+    let rest = &text[start + 1..];
+    rest.find(quote).map(|end| &rest[..end])
 }
 
 /// Edits of the arguments of the call that raised a signature `TypeError` at this line.
@@ -608,6 +675,45 @@ mod tests {
     use super::{deleted_calls, focus, minimal_edit, normalize, reindent};
     use crate::patch::{Edit, Patch};
     use crate::python::Parsed;
+
+    #[test]
+    fn a_key_error_renames_the_near_key_of_a_dictionary_literal() {
+        use crate::localize::{Crash, CrashKind, SuspiciousLine};
+        let text = "LEVELS = {\"DEBUG\": 10, \"WARN\": 30, 'ERR': 40, \"X\": 1}\n\ndef at_least(name=\"WARNING\"):\n    return LEVELS[name]\n";
+        let file = crate::project::SourceFile { rel: "m.py".into(), parsed: Parsed::new(text), is_test: false };
+        let crash = |message: &str, raised_here| Crash {
+            kind: CrashKind::KeyError,
+            type_name: "KeyError".into(),
+            message: message.into(),
+            raised_here,
+        };
+        let susp = |crash| SuspiciousLine {
+            file: "m.py".into(),
+            line: 4,
+            score: 1.0,
+            ochiai: 1.0,
+            dstar: 1.0,
+            stack: 1.0,
+            flow: 1.0,
+            crash: Some(crash),
+        };
+        let fixes = super::missing_key_fixes(&file, &susp(crash("'WARNING'", true)));
+        assert_eq!(fixes.len(), 1, "{fixes:?}");
+        let (line, mutation) = &fixes[0];
+        assert_eq!(*line, 1);
+        let patched = Patch::single("m.py", mutation.edit.clone()).apply(text);
+        assert!(patched.starts_with("LEVELS = {\"DEBUG\": 10, \"WARNING\": 30,"), "{patched}");
+        // Case and a typo count as near; a short prefix and far keys do not.
+        let fixes = super::missing_key_fixes(&file, &susp(crash("'error'", true)));
+        assert!(fixes.is_empty(), "{fixes:?}");
+        let fixes = super::missing_key_fixes(&file, &susp(crash("'debug'", true)));
+        assert_eq!(fixes.len(), 1);
+        assert!(Patch::single("m.py", fixes[0].1.edit.clone()).apply(text).contains("{\"debug\": 10"));
+        let fixes = super::missing_key_fixes(&file, &susp(crash("'ERRR'", true)));
+        assert!(Patch::single("m.py", fixes[0].1.edit.clone()).apply(text).contains("'ERRR': 40"));
+        // Only where the KeyError was raised.
+        assert!(super::missing_key_fixes(&file, &susp(crash("'WARNING'", false))).is_empty());
+    }
 
     #[test]
     fn deleted_calls_count_the_calls_a_patch_drops_per_name() {

@@ -1,6 +1,7 @@
 //! Repair operators: small, generic source edits proposed at suspicious lines.
 
 use crate::patch::Edit;
+use crate::python::builtins::{is_builtin, BUILTINS, SITE_BUILTINS};
 use crate::python::Parsed;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
@@ -861,7 +862,12 @@ impl Generator<'_> {
         let Some(bound) = &self.scope.bound else { return };
         let name = self.text(node).to_string();
         let dunder = name.starts_with("__") && name.ends_with("__");
-        if dunder || bound.contains(&name) || BUILTINS.contains(&name.as_str()) || !is_free_load(node) {
+        if dunder
+            || bound.contains(&name)
+            || is_builtin(&name)
+            || SITE_BUILTINS.contains(&name.as_str())
+            || !is_free_load(node)
+        {
             return;
         }
         let Some(function) = enclosing_function(node) else { return };
@@ -874,7 +880,8 @@ impl Generator<'_> {
         let callee =
             node.parent().is_some_and(|p| p.kind() == "call" && field_of(p, node).as_deref() == Some("function"));
         if callee {
-            visible.extend(BUILTINS.iter().filter(|b| b.starts_with(char::is_lowercase)).map(|b| (*b).to_string()));
+            let builtins = BUILTINS.iter().chain(SITE_BUILTINS);
+            visible.extend(builtins.filter(|b| b.starts_with(char::is_lowercase)).map(|b| (*b).to_string()));
         }
         let mut ranked: Vec<(usize, String)> = visible.into_iter().map(|v| (edit_distance(&name, &v), v)).collect();
         ranked.sort();
@@ -983,157 +990,6 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     }
     row[b.len()]
 }
-
-/// Python's builtin names (functions, types, constants, exceptions).
-const BUILTINS: &[&str] = &[
-    "abs",
-    "aiter",
-    "all",
-    "anext",
-    "any",
-    "ascii",
-    "bin",
-    "bool",
-    "breakpoint",
-    "bytearray",
-    "bytes",
-    "callable",
-    "chr",
-    "classmethod",
-    "compile",
-    "complex",
-    "copyright",
-    "credits",
-    "delattr",
-    "dict",
-    "dir",
-    "divmod",
-    "enumerate",
-    "eval",
-    "exec",
-    "exit",
-    "filter",
-    "float",
-    "format",
-    "frozenset",
-    "getattr",
-    "globals",
-    "hasattr",
-    "hash",
-    "help",
-    "hex",
-    "id",
-    "input",
-    "int",
-    "isinstance",
-    "issubclass",
-    "iter",
-    "len",
-    "license",
-    "list",
-    "locals",
-    "map",
-    "max",
-    "memoryview",
-    "min",
-    "next",
-    "object",
-    "oct",
-    "open",
-    "ord",
-    "pow",
-    "print",
-    "property",
-    "quit",
-    "range",
-    "repr",
-    "reversed",
-    "round",
-    "set",
-    "setattr",
-    "slice",
-    "sorted",
-    "staticmethod",
-    "str",
-    "sum",
-    "super",
-    "tuple",
-    "type",
-    "vars",
-    "zip",
-    "NotImplemented",
-    "Ellipsis",
-    "BaseException",
-    "BaseExceptionGroup",
-    "Exception",
-    "ExceptionGroup",
-    "ArithmeticError",
-    "AssertionError",
-    "AttributeError",
-    "BlockingIOError",
-    "BrokenPipeError",
-    "BufferError",
-    "BytesWarning",
-    "ChildProcessError",
-    "ConnectionAbortedError",
-    "ConnectionError",
-    "ConnectionRefusedError",
-    "ConnectionResetError",
-    "DeprecationWarning",
-    "EOFError",
-    "EncodingWarning",
-    "EnvironmentError",
-    "FileExistsError",
-    "FileNotFoundError",
-    "FloatingPointError",
-    "FutureWarning",
-    "GeneratorExit",
-    "IOError",
-    "ImportError",
-    "ImportWarning",
-    "IndentationError",
-    "IndexError",
-    "InterruptedError",
-    "IsADirectoryError",
-    "KeyError",
-    "KeyboardInterrupt",
-    "LookupError",
-    "MemoryError",
-    "ModuleNotFoundError",
-    "NameError",
-    "NotADirectoryError",
-    "NotImplementedError",
-    "OSError",
-    "OverflowError",
-    "PendingDeprecationWarning",
-    "PermissionError",
-    "ProcessLookupError",
-    "PythonFinalizationError",
-    "RecursionError",
-    "ReferenceError",
-    "ResourceWarning",
-    "RuntimeError",
-    "RuntimeWarning",
-    "StopAsyncIteration",
-    "StopIteration",
-    "SyntaxError",
-    "SyntaxWarning",
-    "SystemError",
-    "SystemExit",
-    "TabError",
-    "TimeoutError",
-    "TypeError",
-    "UnboundLocalError",
-    "UnicodeDecodeError",
-    "UnicodeEncodeError",
-    "UnicodeError",
-    "UnicodeTranslateError",
-    "UnicodeWarning",
-    "UserWarning",
-    "ValueError",
-    "Warning",
-    "ZeroDivisionError",
-];
 
 /// `n + 1` / `n - 1` folded when the node already ends in `± integer`.
 fn fold_offset(parsed: &Parsed, node: Node<'_>) -> Option<Vec<String>> {
