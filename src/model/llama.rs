@@ -10,13 +10,17 @@
 // (`Weights`). Gemma 3 (`general.architecture = gemma3`; its layer layout as in
 // candle-transformers' `quantized_gemma3.rs`): scaled embeddings, per-head query/key norms,
 // norms after attention and MLP, GELU (tanh) MLP, NeoX rotary embeddings with a local base on
-// sliding-window layers, whose window the mask also applies while generating.
+// sliding-window layers, whose window the mask also applies while generating. Q4_1 and Q8_0
+// matrices run `deepdebug-kernels`' batched quantized matmul (the query, key and value
+// projections in one pass, gate and up in another), a generation step's attention of one new
+// position runs its fused kernel, and a forward runs on rayon's pool.
 
 use super::ModelError;
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::Embedding;
 use candle_transformers::quantized_nn::RmsNorm;
+use deepdebug_kernels::{attention, qgemm};
 
 /// Positions for which rotary embeddings are precomputed.
 pub const MAX_SEQ_LEN: usize = 4096;
@@ -24,50 +28,127 @@ pub const MAX_SEQ_LEN: usize = 4096;
 /// Which matmul weights a [`Llama`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Weights {
-    /// The GGUF's quantized weights: candle's quantized CPU matmul quantizes each input row to
-    /// 8 bits and costs the same per row batched or not; the least memory.
+    /// The GGUF's quantized weights. Q4_1 and Q8_0 matrices (all of SmolLM2's) run the
+    /// batched kernel of `deepdebug-kernels`, which reads each weight block once for all rows
+    /// of a forward; other formats run candle's quantized CPU matmul, which costs the same per
+    /// row batched or not. The least memory.
     Quantized,
     /// Dequantized f32 weights for everything: one f32 GEMM over all rows, no activation
-    /// quantization; about 4 bytes per parameter.
+    /// quantization; about 4 bytes per parameter (the reference the kernels are tested
+    /// against, and what a merged LoRA adapter needs).
     F32,
-    /// Both: f32 for forwards of several positions (prompts, scoring), quantized for one
-    /// position (generation steps, where reading 4-bit weights is faster).
+    /// Quantized where the batched kernel runs the format; elsewhere (Gemma's Q4_K and Q6_K)
+    /// both, f32 for forwards of several positions (prompts, scoring) and quantized for one.
     Mixed,
 }
 
 /// A weight matrix with its quantized and/or f32 matmul.
 #[derive(Debug, Clone)]
 struct Linear {
+    /// The batched 4-/8-bit kernel's copy of a Q4_1 or Q8_0 matrix (CPU only); when present
+    /// it serves every forward.
+    packed: Option<std::sync::Arc<qgemm::Matrix>>,
     quantized: Option<QMatMul>,
     dense: Option<QMatMul>,
 }
 
 impl Linear {
     fn new(t: QTensor, weights: Weights, device: &Device) -> candle_core::Result<Linear> {
+        let packed = match weights {
+            Weights::F32 => None,
+            Weights::Quantized | Weights::Mixed => packed(&t, device)?,
+        };
+        if packed.is_some() {
+            return Ok(Linear { packed, quantized: None, dense: None });
+        }
         let dense = match weights {
             Weights::Quantized => None,
             Weights::F32 | Weights::Mixed => Some(QMatMul::Tensor(t.dequantize(device)?)),
         };
         let quantized = match weights {
-            Weights::F32 => None,
             Weights::Quantized | Weights::Mixed => Some(QMatMul::from_qtensor(t)?),
+            Weights::F32 => None,
         };
-        Ok(Linear { quantized, dense })
+        Ok(Linear { packed, quantized, dense })
     }
 
     /// A dequantized weight plus an update (a merged LoRA adapter): f32 only.
     fn adapted(t: &QTensor, delta: &Tensor, device: &Device) -> candle_core::Result<Linear> {
         let w = (t.dequantize(device)? + delta)?;
-        Ok(Linear { quantized: None, dense: Some(QMatMul::Tensor(w)) })
+        Ok(Linear { packed: None, quantized: None, dense: Some(QMatMul::Tensor(w)) })
     }
 
-    /// `dense`: prefer the f32 matmul (the forward runs several positions).
+    /// `dense`: prefer the f32 matmul (the forward runs several positions) where there is no
+    /// batched kernel.
     fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
+        if let Some(p) = self.packed.as_deref() {
+            return Ok(packed_forward(&[p], xs)?.remove(0));
+        }
         match (&self.quantized, &self.dense) {
             (Some(q), Some(_)) if !dense => q.forward(xs),
             (_, Some(d)) | (Some(d), None) => d.forward(xs),
             (None, None) => candle_core::bail!("a weight without a matmul"),
         }
+    }
+}
+
+/// The batched kernel's copy of `t` when it is a Q4_1 or Q8_0 matrix on the CPU.
+fn packed(t: &QTensor, device: &Device) -> candle_core::Result<Option<std::sync::Arc<qgemm::Matrix>>> {
+    use candle_core::quantized::GgmlDType;
+    let format = match t.dtype() {
+        GgmlDType::Q4_1 => qgemm::Format::Q4_1,
+        GgmlDType::Q8_0 => qgemm::Format::Q8_0,
+        _ => return Ok(None),
+    };
+    if !device.is_cpu() {
+        return Ok(None);
+    }
+    let Ok((n, k)) = t.shape().dims2() else { return Ok(None) };
+    let m = qgemm::Matrix::from_gguf(format, n, k, &t.data()?).map_err(candle_core::Error::wrap)?;
+    Ok(Some(std::sync::Arc::new(m)))
+}
+
+/// The f32 values of a contiguous CPU tensor's storage.
+fn cpu_f32<'a>(storage: &'a candle_core::Storage, layout: &candle_core::Layout) -> candle_core::Result<&'a [f32]> {
+    let candle_core::Storage::Cpu(cpu) = storage else { candle_core::bail!("a CPU tensor was expected") };
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("a contiguous tensor was expected")
+    };
+    Ok(&cpu.as_slice::<f32>()?[start..end])
+}
+
+/// Rows of `xs` as a matmul sees them (every dimension but the last).
+fn rows_of(xs: &Tensor) -> usize {
+    xs.elem_count() / xs.dims().last().copied().unwrap_or(1).max(1)
+}
+
+/// `xs · Wᵀ` over the last dimension of `xs` for each of `ws` (same input width) with the
+/// batched quantized kernel, quantizing `xs` once.
+fn packed_forward(ws: &[&qgemm::Matrix], xs: &Tensor) -> candle_core::Result<Vec<Tensor>> {
+    let rows = rows_of(xs);
+    let x = xs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+    let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![0f32; rows * w.rows()]).collect();
+    let mut slices: Vec<&mut [f32]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+    qgemm::matmul_many(ws, &x, rows, &mut slices, qgemm::Kernel::best()).map_err(candle_core::Error::wrap)?;
+    ws.iter()
+        .zip(outs)
+        .map(|(w, out)| {
+            let mut shape = xs.dims().to_vec();
+            if let Some(last) = shape.last_mut() {
+                *last = w.rows();
+            }
+            Tensor::from_vec(out, shape, xs.device())
+        })
+        .collect()
+}
+
+/// The products of `xs` with several weights of one input: in one pass of the batched kernel
+/// when every one has it, else one by one.
+fn forward_many(linears: &[&Linear], xs: &Tensor, dense: bool) -> candle_core::Result<Vec<Tensor>> {
+    let packed: Option<Vec<&qgemm::Matrix>> = linears.iter().map(|l| l.packed.as_deref()).collect();
+    match packed {
+        Some(ws) => packed_forward(&ws, xs),
+        None => linears.iter().map(|l| l.forward(xs, dense)).collect(),
     }
 }
 
@@ -82,8 +163,8 @@ struct Mlp {
 
 impl Mlp {
     fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
-        let w1 = self.w1.forward(xs, dense)?;
-        let w3 = self.w3.forward(xs, dense)?;
+        let mut both = forward_many(&[&self.w1, &self.w3], xs, dense)?.into_iter();
+        let (Some(w1), Some(w3)) = (both.next(), both.next()) else { candle_core::bail!("two products expected") };
         let gate = if self.gelu { w1.gelu()? } else { candle_nn::ops::silu(&w1)? };
         self.w2.forward(&(gate * w3)?, dense)
     }
@@ -140,7 +221,12 @@ impl KvCache {
             && self.shared.is_none()
             && self.own.as_ref().is_some_and(|(ck, _)| ck.dim(0).is_ok_and(|rows| rows == 1))
         {
-            self.shared = self.own.take();
+            // Keys transposed once, `(1, kv heads, head dim, positions)`: every step multiplies
+            // by them, and a strided transpose would be re-packed by the GEMM each time.
+            self.shared = match self.own.take() {
+                Some((k, v)) => Some((k.transpose(2, 3)?.contiguous()?, v)),
+                None => None,
+            };
         }
         let own = match self.own.take() {
             Some((ck, cv)) => (Tensor::cat(&[&ck, &k], 2)?, Tensor::cat(&[&cv, &v], 2)?),
@@ -171,26 +257,29 @@ impl Layer {
         dense: bool,
     ) -> candle_core::Result<Tensor> {
         let (b, seq_len, _) = x.dims3()?;
-        let q = self.wq.forward(x, dense)?.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
-        let k = self.wk.forward(x, dense)?.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
+        let mut qkv = forward_many(&[&self.wq, &self.wk, &self.wv], x, dense)?.into_iter();
+        let (Some(q), Some(k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
+            candle_core::bail!("three products expected")
+        };
+        let q = q.reshape((b, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
+        let k = k.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
         let (q, k) = match &self.gemma {
             Some(g) => (g.q.forward(&q.contiguous()?)?, g.k.forward(&k.contiguous()?)?),
             None => (q, k),
         };
-        let v = self
-            .wv
-            .forward(x, dense)?
-            .reshape((b, seq_len, self.n_kv_head, self.head_dim))?
-            .transpose(1, 2)?
-            .contiguous()?;
+        let v = v.reshape((b, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?.contiguous()?;
         let q = self.rotary(&q, index_pos)?;
         let k = self.rotary(&k, index_pos)?;
         if index_pos == 0 {
             self.cache = KvCache::default();
         }
         let own = self.cache.push(k, v)?;
-        let y = self.attend(&q, &own, mask)?;
-        let y = y.transpose(1, 2)?.reshape((b, seq_len, self.n_head * self.head_dim))?;
+        let y = if seq_len == 1 && mask.is_none() && q.device().is_cpu() && q.dtype() == DType::F32 {
+            self.attend_one(&q, &own)?
+        } else {
+            let y = self.attend(&q, &own, mask)?;
+            y.transpose(1, 2)?.reshape((b, seq_len, self.n_head * self.head_dim))?
+        };
         self.wo.forward(&y, dense)
     }
 
@@ -212,6 +301,36 @@ impl Layer {
         mlp + h1
     }
 
+    /// [`Layer::attend`] of one new position per row by the fused CPU kernel, with no mask;
+    /// returns `(b, 1, heads · d)`.
+    fn attend_one(&self, q: &Tensor, own: &(Tensor, Tensor)) -> candle_core::Result<Tensor> {
+        let (b, heads, _, dim) = q.dims4()?;
+        let (q, own_k, own_v) = (q.contiguous()?, own.0.contiguous()?, own.1.contiguous()?);
+        let shared = match &self.cache.shared {
+            Some((kt, v)) => Some((kt.contiguous()?, v.contiguous()?)),
+            None => None,
+        };
+        let (q_s, q_l) = q.storage_and_layout();
+        let (ok_s, ok_l) = own_k.storage_and_layout();
+        let (ov_s, ov_l) = own_v.storage_and_layout();
+        let own = attention::Own { keys: cpu_f32(&ok_s, ok_l)?, values: cpu_f32(&ov_s, ov_l)?, len: own_k.dim(2)? };
+        let shared_len = match &shared {
+            Some((kt, _)) => kt.dim(3)?,
+            None => 0,
+        };
+        let guards = shared.as_ref().map(|(kt, v)| (kt.storage_and_layout(), v.storage_and_layout()));
+        let shared = match &guards {
+            Some(((kt_s, kt_l), (v_s, v_l))) => {
+                Some(attention::Shared { keys_t: cpu_f32(kt_s, kt_l)?, values: cpu_f32(v_s, v_l)?, len: shared_len })
+            }
+            None => None,
+        };
+        let shape = attention::Shape { rows: b, heads, kv_heads: self.n_kv_head, dim };
+        let mut out = vec![0f32; b * heads * dim];
+        attention::attend_one(shape, cpu_f32(&q_s, q_l)?, shared, own, &mut out).map_err(candle_core::Error::wrap)?;
+        Tensor::from_vec(out, (b, 1, heads * dim), q.device())
+    }
+
     /// Grouped-query attention of `q` `(b, heads, L, d)` over the shared prefix (batch 1, read
     /// in place for every row) and each row's own keys: the query heads of one KV head are
     /// stacked as extra rows of one matmul, so neither the prefix nor the KV heads are copied.
@@ -223,10 +342,10 @@ impl Layer {
         let own_scores = q.matmul(&own.0.t()?)?;
         let shared = self.cache.shared.as_ref();
         let scores = match shared {
-            Some((sk, _)) => {
-                let p = sk.dim(2)?;
+            Some((skt, _)) => {
+                let p = skt.dim(3)?;
                 let rows = q.transpose(0, 1)?.contiguous()?.reshape((kv, b * g * l, d))?;
-                let shared_scores = rows.matmul(&sk.squeeze(0)?.t()?)?.reshape((kv, b, g * l, p))?.transpose(0, 1)?;
+                let shared_scores = rows.matmul(&skt.squeeze(0)?)?.reshape((kv, b, g * l, p))?.transpose(0, 1)?;
                 Tensor::cat(&[&shared_scores, &own_scores], 3)?
             }
             None => own_scores,
@@ -457,10 +576,16 @@ impl Llama {
     /// # Errors
     /// On shape errors, `n > seq_len`, or positions past [`MAX_SEQ_LEN`].
     pub fn forward_tail(&mut self, x: &Tensor, index_pos: usize, n: usize) -> candle_core::Result<Tensor> {
+        // On one of rayon's threads, so the kernels' parallel parts run beside it rather than
+        // waking the pool and putting this thread to sleep a few hundred times per step.
+        rayon::scope(|_| self.forward_in_pool(x, index_pos, n))
+    }
+
+    fn forward_in_pool(&mut self, x: &Tensor, index_pos: usize, n: usize) -> candle_core::Result<Tensor> {
         let (b, seq_len) = x.dims2()?;
-        // With `Weights::Mixed`, the whole forward uses one kind of matmul: quantized for one
-        // position of one row, f32 otherwise (measured: quantized steps of 2, 4 or 8 rows are
-        // slower than one f32 GEMM).
+        // Matrices without the batched kernel (Gemma's formats), with `Weights::Mixed`: candle's
+        // quantized matmul for one position of one row, f32 otherwise (its quantized steps of
+        // 2, 4 or 8 rows are slower than one f32 GEMM).
         let dense = b * seq_len > 1;
         if n > seq_len {
             candle_core::bail!("asked for the logits of {n} positions of {seq_len}");

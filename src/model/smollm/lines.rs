@@ -160,7 +160,9 @@ impl SmolLm {
             .collect();
         let mut rows: Vec<Row> =
             (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
-        let first = prefix.logits.to_vec1::<f32>()?;
+        // Log-probabilities (log-softmaxed logits): sampling at any temperature draws the same
+        // tokens from them, and a row's likelihood adds them up without another pass.
+        let first = log_probs(&prefix.logits)?.to_vec1::<f32>()?;
         let mut logits: Vec<Vec<f32>> = vec![first; n];
         let mut model = prefix.model.clone();
         // The rows in the batch, in batch order: finished rows leave it (and their cache).
@@ -180,7 +182,7 @@ impl SmolLm {
             }
             batch = live;
             let x = Tensor::from_vec(batch.iter().map(|&r| next[r]).collect(), (batch.len(), 1), &self.device)?;
-            let out = model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?;
+            let out = log_probs(&model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?)?;
             for (i, &r) in batch.iter().enumerate() {
                 logits[r] = out.get(i)?.to_vec1::<f32>()?;
             }
@@ -203,7 +205,7 @@ impl SmolLm {
                 continue;
             }
             let tok = processors[r].sample(&Tensor::new(logits[r].as_slice(), &Device::Cpu)?)?;
-            row.nats += log_softmax_at(&logits[r], tok as usize);
+            row.nats += f64::from(logits[r][tok as usize]);
             if tok == self.eos {
                 (row.done, row.complete) = (true, true);
                 continue;
@@ -226,11 +228,9 @@ impl SmolLm {
     }
 }
 
-/// `log softmax(logits)[at]`.
-fn log_softmax_at(logits: &[f32], at: usize) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let z: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
-    f64::from(logits[at] - max) - z.ln()
+/// Log-softmax over the last dimension.
+fn log_probs(logits: &Tensor) -> Result<Tensor, ModelError> {
+    Ok(candle_nn::ops::log_softmax(logits, candle_core::D::Minus1)?)
 }
 
 #[cfg(test)]
@@ -246,9 +246,11 @@ mod tests {
     }
 
     #[test]
-    fn log_softmax_of_equal_logits_is_minus_log_n() {
-        let got = log_softmax_at(&[1.0, 1.0, 1.0, 1.0], 2);
-        assert!((got + 4f64.ln()).abs() < 1e-9);
+    fn log_probs_of_equal_logits_are_minus_log_n() {
+        let got = log_probs(&Tensor::new(&[[1f32, 1.0, 1.0, 1.0]], &Device::Cpu).unwrap()).unwrap();
+        for v in got.flatten_all().unwrap().to_vec1::<f32>().unwrap() {
+            assert!((f64::from(v) + 4f64.ln()).abs() < 1e-6);
+        }
     }
 
     #[test]
