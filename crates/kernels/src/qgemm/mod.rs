@@ -193,7 +193,7 @@ pub fn matmul_many(ws: &[&Matrix], x: &[f32], m: usize, outs: &mut [&mut [f32]],
     let mut ts: Vec<Vec<f32>> = ws.iter().map(|w| vec![0f32; w.n * m]).collect();
     let rows: usize = ws.iter().map(|w| w.n).sum();
     let threads = rayon::current_num_threads();
-    let chunk = if rows * k * m < 1 << 20 { rows } else { (rows / (threads * 4)).max(8) };
+    let chunk = if rows * k * m < 1 << 16 { rows } else { (rows / (threads * 4)).max(8) };
     let mut jobs: Vec<(&Matrix, usize, &mut [f32])> = Vec::new();
     for (w, t) in ws.iter().zip(ts.iter_mut()) {
         for (c, dst) in t.chunks_mut(chunk * m).enumerate() {
