@@ -39,6 +39,33 @@ const LM_PRIOR: f64 = 0.6;
 const MAX_SHOWN_LINES: usize = 80;
 /// Lines of imports kept at the top of a prompt.
 const MAX_IMPORT_LINES: usize = 20;
+/// Windows of `max_lines` suspicious lines sampled in turn (the first, then the next ones)
+/// while the search runs.
+const WINDOWS: usize = 4;
+/// Passes over the first window again after every window is done, each with other seeds and
+/// a higher temperature (a fast model otherwise left the rest of the budget to other sources).
+const RESAMPLE_PASSES: usize = 3;
+
+/// One pass of the sampler: which window of lines, at what temperature, with which seeds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pass {
+    window: usize,
+    temperature: f64,
+    salt: u64,
+}
+
+/// The passes in order: every window once at the configured temperature, then the first
+/// window again, hotter each time.
+fn passes(windows: usize, temperature: f64) -> Vec<Pass> {
+    let first = (0..windows).map(|window| Pass { window, temperature, salt: 0 });
+    #[allow(clippy::cast_precision_loss)]
+    let again = (1..=RESAMPLE_PASSES).map(|k| Pass {
+        window: 0,
+        temperature: (temperature + 0.2 * k as f64).min(1.4),
+        salt: k as u64 * 1_000_003,
+    });
+    first.chain(again.take(usize::from(windows > 0) * RESAMPLE_PASSES)).collect()
+}
 
 /// What the background sampler did, for reports and the model bench.
 #[derive(Debug, Clone, Default)]
@@ -79,7 +106,10 @@ impl ClozeSource {
     /// Plan the prompts for the most suspicious lines and start sampling in the background.
     #[must_use]
     pub fn start(project: &Project, localization: &Localization, options: &ClozeOptions) -> ClozeSource {
-        let jobs = plan(project, localization, options.max_lines);
+        let windows: Vec<Vec<FunctionJob>> = (0..WINDOWS)
+            .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
+            .take_while(|jobs| !jobs.is_empty())
+            .collect();
         let (tx, rx) = mpsc::channel();
         let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
@@ -91,7 +121,7 @@ impl ClozeSource {
             options: options.clone(),
             started: Instant::now(),
         };
-        std::thread::spawn(move || worker.run(&jobs));
+        std::thread::spawn(move || worker.run(&windows));
         ClozeSource { rx, stop, paused, stats }
     }
 
@@ -135,10 +165,11 @@ impl CandidateSource for ClozeSource {
     }
 }
 
-/// Group the top `max_lines` suspicious lines by function, most suspicious function first.
-fn plan(project: &Project, localization: &Localization, max_lines: usize) -> Vec<FunctionJob> {
+/// Group `max_lines` suspicious lines (after the `skip` most suspicious) by function, most
+/// suspicious function first.
+fn plan(project: &Project, localization: &Localization, skip: usize, max_lines: usize) -> Vec<FunctionJob> {
     let mut jobs: Vec<FunctionJob> = Vec::new();
-    for susp in localization.lines.iter().take(max_lines) {
+    for susp in localization.lines.iter().skip(skip).take(max_lines) {
         let Some(file) = project.file(&susp.file) else { continue };
         let defs = crate::python::functions(&file.parsed);
         let Some(def) = defs
@@ -207,9 +238,19 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&self, jobs: &[FunctionJob]) {
-        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu)
-            .and_then(|lm| jobs.iter().try_for_each(|job| self.function(&lm, job)));
+    /// Every pass over its window of lines, until the search stops.
+    fn run(&self, windows: &[Vec<FunctionJob>]) {
+        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| {
+            for pass in passes(windows.len(), self.options.temperature) {
+                for job in &windows[pass.window] {
+                    if self.stopped() {
+                        return Ok(());
+                    }
+                    self.function(&lm, job, pass)?;
+                }
+            }
+            Ok(())
+        });
         let mut stats = self.stats.lock().expect("cloze stats");
         stats.seconds = self.started.elapsed().as_secs_f64();
         if let Err(err) = result {
@@ -227,7 +268,7 @@ impl Worker {
 
     /// Prompt: header, the buggy function, then "# Fixed version" and the function again up to
     /// each target line in turn (one cache, extended line by line).
-    fn function(&self, lm: &SmolLm, job: &FunctionJob) -> Result<(), ModelError> {
+    fn function(&self, lm: &SmolLm, job: &FunctionJob, pass: Pass) -> Result<(), ModelError> {
         let lines: Vec<&str> = job.text.split_inclusive('\n').collect();
         let function: String = lines[job.first..job.end.min(lines.len())].concat();
         let shown = job.end - job.first <= MAX_SHOWN_LINES;
@@ -246,7 +287,7 @@ impl Worker {
             let Some(next) = self.extend(lm, Some(&cursor), &before)? else { return Ok(()) };
             cursor = next;
             at = target;
-            self.line(lm, job, &cursor, &lines, target, score)?;
+            self.line(lm, job, &cursor, &lines, (target, score), pass)?;
         }
         Ok(())
     }
@@ -273,8 +314,8 @@ impl Worker {
         job: &FunctionJob,
         cursor: &Prefix,
         lines: &[&str],
-        target: usize,
-        score: f64,
+        (target, score): (usize, f64),
+        pass: Pass,
     ) -> Result<(), ModelError> {
         let line = lines[target].trim_end_matches('\n');
         let indent = &line[..line.len() - line.trim_start().len()];
@@ -282,27 +323,34 @@ impl Worker {
         let site = Site { job, offset, line, indent, target, score };
         // Ending the prompt with the indentation keeps the model on code (not a blank line).
         if let Some(indented) = self.extend(lm, Some(cursor), indent)? {
-            self.sample(lm, &indented, &site, Variant::Whole)?;
+            self.sample(lm, &indented, &site, Variant::Whole, pass)?;
         }
         for cut in cuts(line) {
             if let Some(prefix) = self.extend(lm, Some(cursor), &line[..cut])? {
-                self.sample(lm, &prefix, &site, Variant::After(cut))?;
+                self.sample(lm, &prefix, &site, Variant::After(cut), pass)?;
             }
         }
         match self.extend(lm, Some(cursor), lines[target])? {
-            Some(after) => self.sample(lm, &after, &site, Variant::Insert),
+            Some(after) => self.sample(lm, &after, &site, Variant::Insert, pass),
             None => Ok(()),
         }
     }
 
-    fn sample(&self, lm: &SmolLm, prefix: &Prefix, site: &Site<'_>, variant: Variant) -> Result<(), ModelError> {
+    fn sample(
+        &self,
+        lm: &SmolLm,
+        prefix: &Prefix,
+        site: &Site<'_>,
+        variant: Variant,
+        pass: Pass,
+    ) -> Result<(), ModelError> {
         if self.stopped() {
             return Ok(());
         }
         let options = LineSampling {
             n: self.options.samples,
-            temperature: self.options.temperature,
-            seed: self.options.seed.wrapping_add(site.target as u64 * 31 + variant.salt()),
+            temperature: pass.temperature,
+            seed: self.options.seed.wrapping_add(site.target as u64 * 31 + variant.salt() + pass.salt),
             ..LineSampling::default()
         };
         let stop = || self.stopped();
@@ -494,6 +542,17 @@ mod tests {
         });
         assert!(worker.stopped(), "a stop ends the pause");
         stopper.join().unwrap();
+    }
+
+    #[test]
+    fn passes_take_every_window_then_resample_the_first_hotter_with_new_seeds() {
+        let p = passes(2, 0.8);
+        let windows: Vec<usize> = p.iter().map(|p| p.window).collect();
+        assert_eq!(windows, [0, 1, 0, 0, 0]);
+        assert!(p.windows(2).skip(1).all(|w| w[1].temperature > w[0].temperature && w[1].salt != w[0].salt));
+        assert_eq!((p[0].temperature, p[0].salt), (0.8, 0));
+        assert!(p.iter().all(|p| p.temperature <= 1.4));
+        assert!(passes(0, 0.8).is_empty());
     }
 
     #[test]
