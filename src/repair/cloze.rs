@@ -407,7 +407,8 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for sample in samples.iter().filter(|s| s.complete && !s.text.trim().is_empty()) {
-        let Some((edit, new_line)) = edit(site, variant, &sample.text) else { continue };
+        let Some(text) = without_comment(site, variant, &sample.text) else { continue };
+        let Some((edit, new_line)) = edit(site, variant, text) else { continue };
         if !seen.insert(new_line.clone()) {
             continue;
         }
@@ -425,6 +426,35 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
         });
     }
     out
+}
+
+/// A sample without the comment the model may have appended (it changes nothing, and its
+/// tokens cost the patch likelihood in ranking); `None` when nothing but a comment is left.
+fn without_comment<'s>(site: &Site<'_>, variant: Variant, sample: &'s str) -> Option<&'s str> {
+    let before = match variant {
+        Variant::After(cut) => &site.line[..cut],
+        Variant::Whole | Variant::Insert => "",
+    };
+    let end = comment_start(&format!("{before}{sample}")).map_or(sample.len(), |at| at.saturating_sub(before.len()));
+    let code = sample[..end.min(sample.len())].trim_end();
+    (!code.trim().is_empty()).then_some(code)
+}
+
+/// Byte offset of a `#` comment in one line of Python (outside string literals).
+fn comment_start(line: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '#') => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The edit a sample makes, and the new line's text.
@@ -542,6 +572,27 @@ mod tests {
         });
         assert!(worker.stopped(), "a stop ends the pause");
         stopper.join().unwrap();
+    }
+
+    #[test]
+    fn comments_the_model_appends_are_dropped_but_hashes_in_strings_stay() {
+        assert_eq!(comment_start("x = 1  # one"), Some(7));
+        assert_eq!(comment_start("s = '#' + \"#\"  # two"), Some(15));
+        assert_eq!(comment_start("s = 'it\\'s # not'"), None);
+        let line = "    return f(x, '#')";
+        let job = FunctionJob {
+            file: "m.py".into(),
+            text: format!("{line}\n"),
+            first: 0,
+            end: 1,
+            targets: vec![],
+            header: String::new(),
+        };
+        let site = site(&job, line);
+        assert_eq!(without_comment(&site, Variant::Whole, "return g(x)  # better"), Some("return g(x)"));
+        assert_eq!(without_comment(&site, Variant::Insert, "# just a note"), None);
+        let cut = line.find('(').unwrap() + 1;
+        assert_eq!(without_comment(&site, Variant::After(cut), "x, '#')  # ok"), Some("x, '#')"));
     }
 
     #[test]
