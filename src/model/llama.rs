@@ -229,7 +229,8 @@ struct Layer {
 #[derive(Debug, Clone, Default)]
 struct KvCache {
     /// A prefix every row continues (batch 1): a cache of one row that a batch of several rows
-    /// continued. It is attended to in place, never copied per row.
+    /// continued. It is attended to in place, never copied per row; its keys are stored
+    /// transposed, `(1, kv heads, head dim, positions)`.
     shared: Option<(Tensor, Tensor)>,
     /// Each row's own positions (after `shared`, if any).
     own: Option<(Tensor, Tensor)>,

@@ -192,8 +192,9 @@ pub fn matmul_many(ws: &[&Matrix], x: &[f32], m: usize, outs: &mut [&mut [f32]],
     // Results by output row first (`t[o·m + r]`), so each task writes one contiguous run.
     let mut ts: Vec<Vec<f32>> = ws.iter().map(|w| vec![0f32; w.n * m]).collect();
     let rows: usize = ws.iter().map(|w| w.n).sum();
-    let threads = rayon::current_num_threads();
-    let chunk = if rows * k * m < 1 << 16 { rows } else { (rows / (threads * 4)).max(8) };
+    // Below 64k multiply-adds waking a second thread costs more than it saves.
+    let parallel = rows * k * m >= 1 << 16;
+    let chunk = if parallel { (rows / (rayon::current_num_threads() * 4)).max(8) } else { rows };
     let mut jobs: Vec<(&Matrix, usize, &mut [f32])> = Vec::new();
     for (w, t) in ws.iter().zip(ts.iter_mut()) {
         for (c, dst) in t.chunks_mut(chunk * m).enumerate() {
@@ -205,10 +206,10 @@ pub fn matmul_many(ws: &[&Matrix], x: &[f32], m: usize, outs: &mut [&mut [f32]],
             kernel.row(w, o0 + i, &a, expanded.as_ref(), row);
         }
     };
-    if jobs.len() == 1 {
-        jobs.into_iter().for_each(run);
-    } else {
+    if parallel {
         jobs.into_par_iter().for_each(run);
+    } else {
+        jobs.into_iter().for_each(run);
     }
     for ((w, t), out) in ws.iter().zip(&ts).zip(outs.iter_mut()) {
         for (o, row) in t.chunks_exact(m).enumerate() {
