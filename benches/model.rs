@@ -78,6 +78,45 @@ fn language_model(name: &str, path: &std::path::Path) {
     against_llama_cpp(&lm, path);
 }
 
+/// Nucleus sampling at `fix`'s setting (top-p 0.95) from real logits: candle's
+/// `LogitsProcessor` (sorts the vocabulary each token) against [`Nucleus`] (the same draws),
+/// per token; then batched line sampling at that setting.
+fn samplers(
+    lm: &deepdebug::model::smollm::SmolLm,
+    prefix: &deepdebug::model::smollm::Prefix,
+    options: deepdebug::model::smollm::LineSampling,
+) {
+    use candle_transformers::generation::{LogitsProcessor, Sampling};
+    use deepdebug::model::smollm::{LineSampling, Nucleus};
+    let logits = prefix.next_logits().unwrap();
+    let tensor = candle_core::Tensor::new(logits.as_slice(), &Device::Cpu).unwrap();
+    let draws = 200;
+    let mut theirs = LogitsProcessor::from_sampling(0, Sampling::TopP { p: 0.95, temperature: 0.8 });
+    let start = std::time::Instant::now();
+    let expected: Vec<u32> = (0..draws).map(|_| theirs.sample(&tensor).unwrap()).collect();
+    let candle_s = start.elapsed().as_secs_f64();
+    let mut ours = Nucleus::new(0, 0.8, 0.95);
+    let start = std::time::Instant::now();
+    let got: Vec<u32> = (0..draws).map(|_| ours.sample(&logits).unwrap()).collect();
+    let ours_s = start.elapsed().as_secs_f64();
+    assert_eq!(got, expected, "the nucleus sampler draws what candle's does");
+    println!(
+        "sampler   top-p 0.95 one token: candle LogitsProcessor {:.3} ms, Nucleus {:.3} ms ({:.1}x, same draws)",
+        candle_s * 1e3 / f64::from(draws),
+        ours_s * 1e3 / f64::from(draws),
+        candle_s / ours_s
+    );
+    let at_fix = LineSampling { top_p: 0.95, ..options };
+    let start = std::time::Instant::now();
+    let lines = lm.sample_lines(prefix, &at_fix, &|| false).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let generated: usize = lines.iter().map(|l| l.tokens).sum();
+    println!(
+        "ours      batched lines at fix's top-p 0.95: {generated:>4} tokens {:>7.1} tokens/s",
+        generated as f64 / secs
+    );
+}
+
 /// A module of helpers ending inside a function: the shape of a cloze prompt (~480 tokens).
 fn cloze_prompt() -> String {
     let helper = |i: usize| {
@@ -109,6 +148,7 @@ fn against_llama_cpp(lm: &deepdebug::model::smollm::SmolLm, gguf: &std::path::Pa
     let generated: usize = lines.iter().map(|l| l.tokens).sum();
     let ours = (prefix.len() as f64 / prefill_s, generated as f64 / gen_s);
     println!("ours      prefill {:>5} tokens {:>7.1} tokens/s   batched lines {generated:>4} tokens {:>7.1} tokens/s  (16 rows, {threads} threads)", prefix.len(), ours.0, ours.1);
+    samplers(lm, &prefix, options);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("prompt.txt");
     std::fs::write(&file, &prompt).unwrap();

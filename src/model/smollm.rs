@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod lines;
+mod nucleus;
 pub use lines::{LineSampling, Prefix, SampledLine, Until};
+pub use nucleus::Nucleus;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
@@ -388,13 +390,16 @@ impl SmolLm {
         stop: &str,
     ) -> Result<String, ModelError> {
         let p = self.encode_prompt(prompt)?;
-        let sampling = if temperature <= 0.0 { Sampling::ArgMax } else { Sampling::TopP { p: 0.95, temperature } };
-        let mut processor = LogitsProcessor::from_sampling(seed, sampling);
+        let mut greedy = LogitsProcessor::from_sampling(seed, Sampling::ArgMax);
+        let mut nucleus = nucleus::Nucleus::new(seed, temperature, 0.95);
         let mut logits = self.next_logits(&p, 0)?;
         let mut out: Vec<u32> = Vec::new();
         for i in 0..max_tokens {
-            let t = Tensor::new(logits.as_slice(), &Device::Cpu)?;
-            let tok = processor.sample(&t)?;
+            let tok = if temperature <= 0.0 {
+                greedy.sample(&Tensor::new(logits.as_slice(), &Device::Cpu)?)?
+            } else {
+                nucleus.sample(&logits)?
+            };
             if tok == self.eos {
                 break;
             }

@@ -1,7 +1,8 @@
-//! CPU kernels for deepdebug's language models: batched matmul on 4- and 8-bit GGUF weights, and attention of new positions over a cached prefix.
+//! CPU kernels for deepdebug's language models: batched matmul on 4- and 8-bit GGUF weights, attention of new positions over a cached prefix, and nucleus selection.
 
 pub mod attention;
 pub mod qgemm;
+pub mod sampling;
 
 /// A shape that does not fit the data or the other operand.
 #[derive(Debug, Clone, PartialEq, Eq)]

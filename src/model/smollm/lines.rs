@@ -1,10 +1,11 @@
 //! Batched sampling of code lines from SmolLM2: a prompt's KV cache computed once, continued by many samples at once.
 
+use super::nucleus::Nucleus;
 use super::SmolLm;
 use crate::model::llama::Llama;
 use crate::model::ModelError;
-use candle_core::{DType, Device, Tensor};
-use candle_transformers::generation::{LogitsProcessor, Sampling};
+use candle_core::{DType, Tensor};
+use rayon::prelude::*;
 
 /// Tokens per forward of a prompt: large enough for an efficient GEMM, small enough that a stop
 /// request waits at most ≈ 1 s.
@@ -31,6 +32,14 @@ impl Prefix {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.pos == 0
+    }
+
+    /// The logits that predict the next token, `(vocab,)`.
+    ///
+    /// # Errors
+    /// On a tensor error.
+    pub fn next_logits(&self) -> Result<Vec<f32>, ModelError> {
+        Ok(self.logits.to_vec1::<f32>()?)
     }
 }
 
@@ -154,10 +163,9 @@ impl SmolLm {
         stop: &dyn Fn() -> bool,
     ) -> Result<Vec<SampledLine>, ModelError> {
         let n = options.n.max(1);
-        let sampling = Sampling::TopP { p: options.top_p, temperature: options.temperature.max(1e-3) };
-        let mut processors: Vec<LogitsProcessor> = (0..n as u64)
-            .map(|r| LogitsProcessor::from_sampling(options.seed.wrapping_add(r), sampling.clone()))
-            .collect();
+        let temperature = options.temperature.max(1e-3);
+        let mut processors: Vec<Nucleus> =
+            (0..n as u64).map(|r| Nucleus::new(options.seed.wrapping_add(r), temperature, options.top_p)).collect();
         let mut rows: Vec<Row> =
             (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
         // Log-probabilities (log-softmaxed logits): sampling at any temperature draws the same
@@ -190,21 +198,24 @@ impl SmolLm {
         rows.into_iter().map(|row| self.finish_row(row, options.until)).collect()
     }
 
-    /// Draw one token for every unfinished row; returns the tokens to feed next (finished rows
-    /// feed end-of-text, ignored).
+    /// Draw one token for every unfinished row (the rows in parallel, each from its own random
+    /// stream); returns the tokens to feed next (finished rows feed end-of-text, ignored).
     fn sample_step(
         &self,
         rows: &mut [Row],
-        processors: &mut [LogitsProcessor],
+        processors: &mut [Nucleus],
         logits: &[Vec<f32>],
         until: Until,
     ) -> Result<Vec<u32>, ModelError> {
+        let drawn: Vec<Option<u32>> = processors
+            .par_iter_mut()
+            .zip(rows.par_iter())
+            .zip(logits.par_iter())
+            .map(|((processor, row), logits)| (!row.done).then(|| processor.sample(logits)).transpose())
+            .collect::<candle_core::Result<_>>()?;
         let mut next = vec![self.eos; rows.len()];
-        for (r, row) in rows.iter_mut().enumerate() {
-            if row.done {
-                continue;
-            }
-            let tok = processors[r].sample(&Tensor::new(logits[r].as_slice(), &Device::Cpu)?)?;
+        for (r, (row, tok)) in rows.iter_mut().zip(drawn).enumerate() {
+            let Some(tok) = tok else { continue };
             row.nats += f64::from(logits[r][tok as usize]);
             if tok == self.eos {
                 (row.done, row.complete) = (true, true);
@@ -236,6 +247,7 @@ fn log_probs(logits: &Tensor) -> Result<Tensor, ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::Device;
 
     fn model() -> Option<SmolLm> {
         let Some(path) = crate::model::smollm::find_gguf() else {
