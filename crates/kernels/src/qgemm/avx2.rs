@@ -4,9 +4,9 @@ use super::act::Quantized;
 use super::{Format, Matrix, BLOCK};
 use std::arch::x86_64::{
     __m128i, __m256, __m256i, _mm256_and_si256, _mm256_castps256_ps128, _mm256_cvtepi32_ps, _mm256_extractf128_ps,
-    _mm256_fmadd_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_set1_epi16, _mm256_set1_epi8,
-    _mm256_set1_ps, _mm256_set_m128i, _mm256_setzero_ps, _mm256_sign_epi8, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32,
-    _mm_loadu_si128, _mm_movehdup_ps, _mm_movehl_ps, _mm_srli_epi16,
+    _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_set1_epi16,
+    _mm256_set1_epi8, _mm256_set1_ps, _mm256_set_m128i, _mm256_setzero_ps, _mm256_sign_epi8, _mm_add_ps, _mm_add_ss,
+    _mm_cvtss_f32, _mm_loadu_si128, _mm_movehdup_ps, _mm_movehl_ps, _mm_srli_epi16,
 };
 
 /// Output row `o` of `w` for every activation row of `a` into `dst`, eight rows at a time.
@@ -42,7 +42,6 @@ unsafe fn group<const R: usize>(w: &Matrix, o: usize, a: &Quantized, r0: usize, 
     assert!(out.len() >= R && (r0 + R) * nb <= a.d.len() && (o + 1) * nb <= w.scales.len());
     let ones = _mm256_set1_epi16(1);
     let mut acc = [_mm256_setzero_ps(); R];
-    let mut mins = [0f32; R];
     for b in 0..nb {
         let wi = o * nb + b;
         let dw = w.scales[wi];
@@ -61,7 +60,7 @@ unsafe fn group<const R: usize>(w: &Matrix, o: usize, a: &Quantized, r0: usize, 
                 (_mm256_sign_epi8(v, v), Some(v))
             }
         };
-        for r in 0..R {
+        for (r, acc) in acc.iter_mut().enumerate() {
             let ai = (r0 + r) * nb + b;
             // SAFETY: activation block `ai` has 32 values (checked by the assert on `a.d`).
             let av = unsafe { _mm256_loadu_si256(a.q.as_ptr().add(ai * BLOCK).cast::<__m256i>()) };
@@ -70,15 +69,32 @@ unsafe fn group<const R: usize>(w: &Matrix, o: usize, a: &Quantized, r0: usize, 
                 None => av,
             };
             let dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), ones);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[ai]), _mm256_cvtepi32_ps(dot), acc[r]);
-            if w.format == Format::Q4_1 {
-                mins[r] += w.mins[wi] * a.s[ai];
-            }
+            *acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[ai]), _mm256_cvtepi32_ps(dot), *acc);
         }
     }
     for r in 0..R {
-        out[r] = hsum(acc[r]) + mins[r];
+        // Q4_1's minimums: `Σ_b m_b · s_b`, a float dot product kept out of the integer loop.
+        let mins = match w.format {
+            Format::Q4_1 => fdot(&w.mins[o * nb..(o + 1) * nb], &a.s[(r0 + r) * nb..(r0 + r + 1) * nb]),
+            Format::Q8_0 => 0.0,
+        };
+        out[r] = hsum(acc[r]) + mins;
     }
+}
+
+/// `Σ x_i · y_i` of two slices of one length, eight lanes at a time.
+#[target_feature(enable = "avx2,fma")]
+fn fdot(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let mut acc = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n` values are left in both slices.
+        let (xv, yv) = unsafe { (_mm256_loadu_ps(x.as_ptr().add(i)), _mm256_loadu_ps(y.as_ptr().add(i))) };
+        acc = _mm256_fmadd_ps(xv, yv, acc);
+        i += 8;
+    }
+    hsum(acc) + x[i..n].iter().zip(&y[i..n]).map(|(a, b)| a * b).sum::<f32>()
 }
 
 #[target_feature(enable = "avx2,fma")]
