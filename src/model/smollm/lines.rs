@@ -5,6 +5,7 @@ use super::SmolLm;
 use crate::model::llama::Llama;
 use crate::model::ModelError;
 use candle_core::{DType, Tensor};
+use deepdebug_kernels::sampling::log_softmax_rows;
 use rayon::prelude::*;
 
 /// Tokens per forward of a prompt: large enough for an efficient GEMM, small enough that a stop
@@ -170,7 +171,9 @@ impl SmolLm {
             (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
         // Log-probabilities (log-softmaxed logits): sampling at any temperature draws the same
         // tokens from them, and a row's likelihood adds them up without another pass.
-        let first = log_probs(&prefix.logits)?.to_vec1::<f32>()?;
+        let mut first = prefix.logits.to_vec1::<f32>()?;
+        let vocab = first.len();
+        log_softmax_rows(&mut first, vocab);
         let mut logits: Vec<Vec<f32>> = vec![first; n];
         let mut model = prefix.model.clone();
         // The rows in the batch, in batch order: finished rows leave it (and their cache).
@@ -190,9 +193,12 @@ impl SmolLm {
             }
             batch = live;
             let x = Tensor::from_vec(batch.iter().map(|&r| next[r]).collect(), (batch.len(), 1), &self.device)?;
-            let out = log_probs(&model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?)?;
-            for (i, &r) in batch.iter().enumerate() {
-                logits[r] = out.get(i)?.to_vec1::<f32>()?;
+            let mut out =
+                model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            let vocab = out.len() / batch.len();
+            log_softmax_rows(&mut out, vocab);
+            for (&r, row) in batch.iter().zip(out.chunks_exact(vocab)) {
+                logits[r].copy_from_slice(row);
             }
         }
         rows.into_iter().map(|row| self.finish_row(row, options.until)).collect()
@@ -239,11 +245,6 @@ impl SmolLm {
     }
 }
 
-/// Log-softmax over the last dimension.
-fn log_probs(logits: &Tensor) -> Result<Tensor, ModelError> {
-    Ok(candle_nn::ops::log_softmax(logits, candle_core::D::Minus1)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,14 +256,6 @@ mod tests {
             return None;
         };
         Some(SmolLm::load(&path, &Device::Cpu).unwrap())
-    }
-
-    #[test]
-    fn log_probs_of_equal_logits_are_minus_log_n() {
-        let got = log_probs(&Tensor::new(&[[1f32, 1.0, 1.0, 1.0]], &Device::Cpu).unwrap()).unwrap();
-        for v in got.flatten_all().unwrap().to_vec1::<f32>().unwrap() {
-            assert!((f64::from(v) + 4f64.ln()).abs() < 1e-6);
-        }
     }
 
     #[test]
