@@ -2,6 +2,7 @@
 
 pub mod server;
 
+use crate::io_error::io_err;
 use crate::process::{self, Exit, Limits};
 use crate::sandbox::{Job, Sandbox, SandboxError};
 use serde::Deserialize;
@@ -26,17 +27,8 @@ pub enum PytestError {
     ServerUnavailable(String),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
-    #[error("failed to {action}: {source}")]
-    Io {
-        action: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-fn io_err(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> PytestError {
-    let action = action.into();
-    move |source| PytestError::Io { action, source }
+    #[error(transparent)]
+    Io(#[from] crate::io_error::IoError),
 }
 
 /// Outcome of one test, merged over its setup, call and teardown phases.
@@ -439,7 +431,7 @@ impl Pytest {
         };
         let out = match self.sandbox.run(&job) {
             Ok(out) => out,
-            Err(SandboxError::Io { action, source }) => return Err(PytestError::Io { action, source }),
+            Err(SandboxError::Io(e)) => return Err(PytestError::Io(e)),
             Err(err) => return Err(err.into()),
         };
         let mut session = Session::empty(out.exit, out.elapsed);

@@ -1,6 +1,7 @@
 //! The fast validation engine: a persistent pytest fork server per scratch copy (local or in one container).
 
 use super::{PytestError, Session};
+use crate::io_error::io_err;
 use crate::process::{kill_group, read_lossy, Exit, Limits};
 use crate::sandbox::docker::{AttachedContainer, DockerSandbox};
 use crate::sandbox::Job;
@@ -139,11 +140,6 @@ pub struct ForkServer {
     next_id: u64,
     /// Set when the server can no longer be used (its container was removed by the backstop).
     gone: Option<String>,
-}
-
-fn io_err(action: &str) -> impl FnOnce(std::io::Error) -> PytestError {
-    let action = action.to_string();
-    move |source| PytestError::Io { action, source }
 }
 
 impl ForkServer {

@@ -1,6 +1,7 @@
 //! The Docker backend: locked-down containers through bollard (one per command, or attached and long-lived).
 
-use super::{io_err, DockerConfig, Job, SandboxError};
+use super::{DockerConfig, Job, SandboxError};
+use crate::io_error::io_err;
 use crate::process::{Exit, Output};
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -208,8 +209,7 @@ impl DockerSandbox {
         for dir in &job.writable {
             // The whole tree: a writable source is a scratch copy whose files tests may rewrite.
             for entry in walkdir::WalkDir::new(dir).follow_links(false) {
-                let entry = entry
-                    .map_err(|e| SandboxError::Io { action: format!("walk {}", dir.display()), source: e.into() })?;
+                let entry = entry.map_err(|e| io_err(format!("walk {}", dir.display()))(e.into()))?;
                 std::os::unix::fs::lchown(entry.path(), Some(self.user.0), Some(self.user.1))
                     .map_err(io_err(format!("hand {} to the sandbox user", entry.path().display())))?;
             }
