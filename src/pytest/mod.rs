@@ -72,6 +72,19 @@ pub struct Failure {
     pub kind: String,
     pub message: String,
     pub frames: Vec<Frame>,
+    /// Which of the plugin's limits stopped the test (`None`: it failed on its own).
+    #[serde(default)]
+    pub limit: Option<TestLimit>,
+}
+
+/// A per-test limit the plugin enforces (its `DeepdebugTimeout` / `DeepdebugCpuTimeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestLimit {
+    /// The wall-clock limit.
+    Wall,
+    /// The CPU-time limit.
+    Cpu,
 }
 
 /// A project function called while a line of the test function ran (value flow).
@@ -299,7 +312,7 @@ impl Pytest {
         let display = python.display().to_string();
         let probe = Job {
             program: python,
-            args: vec!["-c".into(), "import sys, pytest; print(sys.executable)".into()],
+            args: vec!["-c".into(), PROBE.into()],
             source: dir.unwrap_or(plugin_dir.path()),
             read_only: Vec::new(),
             writable: Vec::new(),
@@ -310,16 +323,14 @@ impl Pytest {
         };
         let out = match sandbox.run(&probe) {
             Ok(out) => out,
-            Err(err) if sandbox.is_container() && !err.to_string().contains("executable file not found") => {
+            Err(err) if sandbox.is_container() && !matches!(err, SandboxError::ProgramNotFound { .. }) => {
                 return Err(err.into())
             }
             Err(_) => return Err(PytestError::PythonMissing(display)),
         };
         match out.exit {
             Exit::Success => {}
-            Exit::Failure(_) if out.stderr.contains("No module named") => {
-                return Err(PytestError::PytestMissing { python: display })
-            }
+            Exit::Failure(PROBE_NO_PYTEST) => return Err(PytestError::PytestMissing { python: display }),
             _ => return Err(PytestError::PythonMissing(display)),
         }
         let chosen = PathBuf::from(out.stdout.lines().last().unwrap_or_default().trim());
@@ -440,6 +451,13 @@ impl Pytest {
         Ok(session)
     }
 }
+
+/// Exit status of [`PROBE`] when the interpreter has no pytest.
+const PROBE_NO_PYTEST: i32 = 3;
+
+/// Checks an interpreter: prints its executable, or exits with [`PROBE_NO_PYTEST`].
+const PROBE: &str =
+    "import sys\ntry:\n    import pytest\nexcept ModuleNotFoundError:\n    sys.exit(3)\nprint(sys.executable)\n";
 
 /// `PYTHONPATH` with the plugin directory first.
 fn pythonpath(plugin_dir: &Path) -> std::ffi::OsString {
@@ -624,6 +642,7 @@ mod tests {
             .unwrap();
         let spin = session.test("test_cpu.py::test_spin").unwrap();
         assert_eq!(spin.outcome, TestOutcome::Timeout, "{:?}", session.tests);
+        assert_eq!(spin.failure.as_ref().and_then(|f| f.limit), Some(TestLimit::Cpu), "{spin:?}");
         // Caught after about 0.1 s of CPU, long before the 5 s wall-clock limit.
         assert!(spin.duration < 2.0, "{}", spin.duration);
         // The limit counts the CPU of the whole test protocol (setup included); the call

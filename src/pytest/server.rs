@@ -61,7 +61,7 @@ pub struct Request<'a> {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 enum Reply {
     Ready {
-        mode: String,
+        mode: ReadyMode,
         tests: Vec<String>,
         why: String,
         /// The server can check for state left behind between the requests of a batch.
@@ -87,6 +87,16 @@ enum Reply {
         timed_out: bool,
         ran: bool,
     },
+}
+
+/// The mode a `ready` reply announces.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ReadyMode {
+    Warm,
+    Cold,
+    /// The server cannot run requests (no `os.fork`); its `why` says so.
+    Unavailable,
 }
 
 /// How long past a request's deadline the host waits before it stops the child itself (the
@@ -219,10 +229,10 @@ impl ForkServer {
         }
         match self.reply(timeout)? {
             Some(Reply::Ready { mode, tests, why, batch }) => {
-                self.mode = match mode.as_str() {
-                    "warm" => ServerMode::Warm,
-                    "cold" => ServerMode::Cold,
-                    _ => return Err(PytestError::ServerUnavailable(why)),
+                self.mode = match mode {
+                    ReadyMode::Warm => ServerMode::Warm,
+                    ReadyMode::Cold => ServerMode::Cold,
+                    ReadyMode::Unavailable => return Err(PytestError::ServerUnavailable(why)),
                 };
                 self.tests = tests;
                 self.why = why;

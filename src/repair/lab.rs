@@ -862,7 +862,7 @@ impl<'a> Worker<'a> {
         session.tests.iter().any(|t| {
             t.outcome == crate::pytest::TestOutcome::Timeout
                 && self.config.failing.contains(&t.nodeid)
-                && t.failure.as_ref().is_some_and(|f| f.kind == CPU_TIMEOUT)
+                && t.failure.as_ref().is_some_and(|f| f.limit == Some(crate::pytest::TestLimit::Cpu))
         })
     }
 
@@ -894,7 +894,7 @@ impl<'a> Worker<'a> {
         let ran: BTreeSet<&str> = session.tests.iter().map(|t| t.nodeid.as_str()).collect();
         let missing = expected.iter().any(|id| !ran.contains(id.as_str()));
         if missing || session.exit_status.is_none() {
-            let reason = format!("pytest stopped early: {}", last_line(&session.output_tail));
+            let reason = format!("pytest stopped early: {}", crate::text::last_line(&session.output_tail));
             return Some(CandidateOutcome::Unviable { reason });
         }
         None
@@ -919,11 +919,4 @@ fn fallback(pytest: &Pytest) -> &'static str {
     } else {
         "using one pytest process per candidate"
     }
-}
-
-/// Exception type the plugin raises in a test past its CPU-time limit.
-const CPU_TIMEOUT: &str = "DeepdebugCpuTimeout";
-
-fn last_line(text: &str) -> String {
-    crate::text::last_line(text).to_string()
 }

@@ -46,7 +46,15 @@ pub struct DockerSandbox {
 }
 
 fn docker_err(action: &str) -> impl FnOnce(bollard::errors::Error) -> SandboxError + '_ {
-    move |e| SandboxError::Docker { action: action.to_string(), message: e.to_string() }
+    move |e| {
+        let (action, message) = (action.to_string(), e.to_string());
+        // The API says so only in its message text.
+        if message.contains("executable file not found") {
+            SandboxError::ProgramNotFound { action, message }
+        } else {
+            SandboxError::Docker { action, message }
+        }
+    }
 }
 
 impl DockerSandbox {
