@@ -2,15 +2,12 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
+use common::cli::{deepdebug, stderr, stdout};
 use common::project;
 use common::snapshot;
 
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn deepdebug() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-}
 
 fn fix(root: &Path, extra: &[&str]) -> Output {
     deepdebug()
@@ -20,14 +17,6 @@ fn fix(root: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Run `fix`, check it succeeds without touching the project, that the printed diff applies
