@@ -420,11 +420,8 @@ impl Pytest {
         let mut env = session_env(self.plugin_dir.path(), spec.root, spec.coverage);
         env.extend([
             ("DEEPDEBUG_REPORT".into(), report.clone().into_os_string()),
-            (
-                "DEEPDEBUG_TEST_TIMEOUT".into(),
-                spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string().into(),
-            ),
-            ("DEEPDEBUG_TEST_CPU".into(), spec.per_test_cpu.map_or(0.0, |t| t.as_secs_f64()).to_string().into()),
+            ("DEEPDEBUG_TEST_TIMEOUT".into(), limit_seconds(spec.per_test_timeout).to_string().into()),
+            ("DEEPDEBUG_TEST_CPU".into(), limit_seconds(spec.per_test_cpu).to_string().into()),
         ]);
         let job = Job {
             program: &self.python,
@@ -458,6 +455,11 @@ const PROBE_NO_PYTEST: i32 = 3;
 /// Checks an interpreter: prints its executable, or exits with [`PROBE_NO_PYTEST`].
 const PROBE: &str =
     "import sys\ntry:\n    import pytest\nexcept ModuleNotFoundError:\n    sys.exit(3)\nprint(sys.executable)\n";
+
+/// A per-test limit as the plugin reads it, by either engine: seconds, `0` for none.
+pub(crate) fn limit_seconds(limit: Option<Duration>) -> f64 {
+    limit.map_or(0.0, |t| t.as_secs_f64())
+}
 
 /// `PYTHONPATH` with the plugin directory first.
 fn pythonpath(plugin_dir: &Path) -> std::ffi::OsString {

@@ -739,7 +739,9 @@ impl<'a> Worker<'a> {
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| swap_of(file, f, text));
         let cpu = self.config.timeouts.per_test_cpu;
-        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu, true);
+        let request =
+            Request { exit_first: false, frames: true, ..self.request(Some(tests), tests.len(), swap.as_ref(), cpu) };
+        let session = self.session(&request);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         session
     }
@@ -769,28 +771,33 @@ impl<'a> Worker<'a> {
         Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed() }, cpu_limited))
     }
 
-    fn session(
-        &mut self,
-        selectors: Option<&[String]>,
-        tests: usize,
+    /// A session of `tests` (`None`: the whole selection, `count` tests) under the run's
+    /// limits and `cpu`, until the deadline at the latest: stopping at the first failure,
+    /// without frames (struct update syntax changes that).
+    fn request<'r>(
+        &self,
+        tests: Option<&'r [String]>,
+        count: usize,
         swap: Option<&Swap>,
-        exit_first: bool,
-        per_test_cpu: Duration,
-        frames: bool,
-    ) -> Result<Session, LabError> {
+        cpu: Duration,
+    ) -> Request<'r> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
-        let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
+        Request {
+            nodeids: tests,
+            exit_first: true,
+            per_test_timeout: Some(self.config.timeouts.per_test),
+            per_test_cpu: Some(cpu),
+            session_timeout: self.config.timeouts.session(count).min(remaining.max(Duration::from_secs(1))),
+            swap: swap.cloned(),
+            frames: false,
+        }
+    }
+
+    /// Run `request` on the worker's fork server, or as one pytest process in the scratch copy
+    /// (which holds the patched file) without a server or once it failed.
+    fn session(&mut self, request: &Request<'_>) -> Result<Session, LabError> {
         if let Engine::Fork(server) = &mut self.engine {
-            let request = Request {
-                nodeids: selectors,
-                exit_first,
-                per_test_timeout: self.config.timeouts.per_test,
-                per_test_cpu,
-                session_timeout,
-                swap: swap.cloned(),
-                frames,
-            };
-            match server.run(&request) {
+            match server.run(request) {
                 Ok(session) => return Ok(session),
                 Err(err) => {
                     (self.on_event)(LabEvent::Note(format!("{err}; {}", fallback(self.pytest))));
@@ -800,12 +807,12 @@ impl<'a> Worker<'a> {
         }
         let spec = RunSpec {
             root: &self.root,
-            selectors: selectors.unwrap_or(self.config.selectors),
+            selectors: request.nodeids.unwrap_or(self.config.selectors),
             coverage: false,
-            per_test_timeout: Some(self.config.timeouts.per_test),
-            per_test_cpu: Some(per_test_cpu),
-            session_timeout,
-            exit_first,
+            per_test_timeout: request.per_test_timeout,
+            per_test_cpu: request.per_test_cpu,
+            session_timeout: request.session_timeout,
+            exit_first: request.exit_first,
         };
         Ok(self.pytest.run(&spec)?)
     }
@@ -820,12 +827,12 @@ impl<'a> Worker<'a> {
     ) -> Result<(CandidateOutcome, bool), LabError> {
         let config = self.config;
         let (tests, failing_only) = self.first_tests(affected);
-        let first = self.session(Some(&tests), tests.len(), swap, true, cpu, false)?;
+        let first = self.session(&self.request(Some(&tests), tests.len(), swap, cpu))?;
         match self.first_verdict(&first, &tests, failing_only) {
             Some(outcome) => Ok((outcome, self.cpu_limited_failing(&first))),
             None => {
                 let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-                let full = self.session(None, config.total_tests, swap, true, cpu, false)?;
+                let full = self.session(&self.request(None, config.total_tests, swap, cpu))?;
                 Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
             }
         }
