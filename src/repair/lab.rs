@@ -302,12 +302,22 @@ pub fn scratch_copy(root: &Path, prefix: &str) -> Result<tempfile::TempDir, LabE
 }
 
 impl Pool {
-    /// `jobs` scratch copies of `root`, each with a fork server started but not waited for.
+    /// `jobs` scratch copies of `root`, each with a fork server started but not waited for,
+    /// when `engine` uses fork servers (none for `Subprocess`: the workers make their copies).
     /// A server that cannot even be started is tried again (and reported) on first use.
     ///
     /// # Errors
     /// When a scratch copy cannot be made.
-    pub fn start(pytest: &Pytest, root: &Path, selectors: &[String], jobs: usize) -> Result<Pool, LabError> {
+    pub fn start(
+        pytest: &Pytest,
+        root: &Path,
+        selectors: &[String],
+        jobs: usize,
+        engine: EngineChoice,
+    ) -> Result<Pool, LabError> {
+        if engine == EngineChoice::Subprocess {
+            return Ok(Pool::default());
+        }
         let mut slots = Vec::new();
         for _ in 0..jobs.max(1) {
             let scratch = scratch_copy(root, "deepdebug-scratch-")?;
