@@ -427,26 +427,42 @@ pub fn run_feed(
         first_error: Mutex::new(None),
         recheck: Mutex::new(VecDeque::new()),
     };
-    let slots = pool.take(config.jobs.max(1), config.root)?;
-    let slots: Vec<Slot> = std::thread::scope(|scope| {
-        let workers: Vec<_> = slots
-            .into_iter()
-            .map(|slot| {
-                let shared = &shared;
-                scope.spawn(move || {
-                    let mut worker = Worker::from_slot(pytest, config, slot, on_event);
-                    shared.work(&mut worker, config, on_event);
-                    worker.into_slot()
-                })
-            })
-            .collect();
-        workers.into_iter().filter_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    pool.slots.lock().expect("pool lock").extend(slots);
+    with_workers(pool, pytest, config, config.jobs, on_event, &|worker| shared.work(worker, config, on_event))?;
     if let Some(err) = shared.first_error.into_inner().expect("error lock") {
         return Err(err);
     }
     Ok(shared.results.into_inner().expect("results lock"))
+}
+
+/// Run `work` on `jobs` workers from `pool` (scratch copies made for any it lacks), one
+/// thread each, and give their scratch copies and engines back to the pool.
+///
+/// # Errors
+/// When a scratch copy cannot be made.
+pub fn with_workers(
+    pool: &Pool,
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    jobs: usize,
+    on_event: &(dyn Fn(LabEvent) + Sync),
+    work: &(dyn Fn(&mut Worker<'_>) + Sync),
+) -> Result<(), LabError> {
+    let slots = pool.take(jobs.max(1), config.root)?;
+    let slots: Vec<Slot> = std::thread::scope(|scope| {
+        let workers: Vec<_> = slots
+            .into_iter()
+            .map(|slot| {
+                scope.spawn(move || {
+                    let mut worker = Worker::from_slot(pytest, config, slot, on_event);
+                    work(&mut worker);
+                    worker.into_slot()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    pool.slots.lock().expect("pool lock").extend(slots);
+    Ok(())
 }
 
 /// A worker takes a waiting lenient recheck after this many candidates.
@@ -635,8 +651,8 @@ pub struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
     root: PathBuf,
-    /// The scratch copy, when the worker came from a [`Pool`] slot.
-    scratch: Option<tempfile::TempDir>,
+    /// The scratch copy (from a [`Pool`] slot), `root`.
+    scratch: tempfile::TempDir,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
     /// [`LabConfig::affected_tests`] by file and focus: many candidates edit the same function,
@@ -647,27 +663,6 @@ pub struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    /// A worker rooted at `root`, a scratch copy of the project; starts the fork server when
-    /// `config.engine` asks for it (falling back to subprocess runs, reported as a note).
-    pub fn new(
-        pytest: &'a Pytest,
-        config: &'a LabConfig<'a>,
-        root: &Path,
-        on_event: &'a (dyn Fn(LabEvent) + Sync),
-    ) -> Worker<'a> {
-        let engine = Worker::ready_engine(pytest, config, root, None, on_event);
-        Worker {
-            pytest,
-            config,
-            root: root.to_path_buf(),
-            scratch: None,
-            engine,
-            on_event,
-            affected: HashMap::new(),
-            batch_cost: None,
-        }
-    }
-
     /// A worker on a pool slot: its engine is waited for (or started) now.
     fn from_slot(
         pytest: &'a Pytest,
@@ -681,7 +676,7 @@ impl<'a> Worker<'a> {
             pytest,
             config,
             root,
-            scratch: Some(slot.scratch),
+            scratch: slot.scratch,
             engine,
             on_event,
             affected: HashMap::new(),
@@ -689,10 +684,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The slot to give back to the pool (`None` for a worker not made from one).
-    fn into_slot(self) -> Option<Slot> {
-        let engine = self.engine;
-        self.scratch.map(|scratch| Slot { scratch, engine: Some(engine) })
+    /// The slot to give back to the pool.
+    fn into_slot(self) -> Slot {
+        Slot { scratch: self.scratch, engine: Some(self.engine) }
     }
 
     /// The engine `config` asks for, ready to validate: `engine` (a pooled one, maybe still
