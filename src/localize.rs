@@ -540,6 +540,7 @@ mod tests {
             when: "call".to_string(),
             kind: kind.to_string(),
             message: message.to_string(),
+            limit: (kind == "DeepdebugTimeout").then_some(crate::pytest::TestLimit::Wall),
             frames: frames
                 .iter()
                 .map(|(file, line, function)| Frame {

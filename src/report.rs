@@ -1,6 +1,7 @@
 //! Serializable reports (the `--json` output and `report.json`), versioned.
 
 use crate::repair::fix::{FixOutcome, FixStatus};
+use crate::repair::lab::OutcomeKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -64,12 +65,35 @@ pub struct RankingReport {
     pub plausible: Vec<RankedReport>,
 }
 
+/// A validated candidate's outcome, serialized by its report name (`"still-failing"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutcomeReport(pub OutcomeKind);
+
+impl OutcomeReport {
+    #[must_use]
+    pub fn is_plausible(self) -> bool {
+        self.0 == OutcomeKind::Plausible
+    }
+}
+
+impl Serialize for OutcomeReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.name())
+    }
+}
+
+impl std::fmt::Display for OutcomeReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name())
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct RankedReport {
     pub id: usize,
     pub line: usize,
     pub description: String,
-    pub outcome: &'static str,
+    pub outcome: OutcomeReport,
     pub score: f64,
     /// Edits in the patch: fewer edits rank first, then fewer deleted calls, then the
     /// ranking key.
@@ -123,7 +147,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 id: c.id.0,
                 line: c.line,
                 description: c.description.clone(),
-                outcome: v.outcome.name(),
+                outcome: OutcomeReport(v.outcome.kind()),
                 score: c.score,
                 edits: c.patch.edits().len(),
                 deleted_calls: c.deleted_calls,
@@ -246,7 +270,7 @@ pub struct TriedReport {
     pub source: &'static str,
     pub description: String,
     pub score: f64,
-    pub outcome: &'static str,
+    pub outcome: OutcomeReport,
     pub seconds: f64,
 }
 
@@ -357,7 +381,7 @@ impl FixReport {
                         source: c.source.name(),
                         description: c.description.clone(),
                         score: c.score,
-                        outcome: v.outcome.name(),
+                        outcome: OutcomeReport(v.outcome.kind()),
                         seconds: v.elapsed.as_secs_f64(),
                     }
                 })

@@ -102,28 +102,16 @@ fn huge_and_unprintable_values_have_bounded_reprs() {
     assert_eq!(get("me"), "[[...]]");
 }
 
-/// Compare `text` with the snapshot `tests/fixtures/pdb/NAME.txt` (written anew with
-/// `DEEPDEBUG_UPDATE_SNAPSHOTS=1`).
-fn assert_snapshot(name: &str, text: &str) {
-    let path = repo(&format!("tests/fixtures/pdb/{name}.txt"));
-    if std::env::var("DEEPDEBUG_UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(text, expected, "the session differs from {}", path.display());
-}
-
 #[test]
 fn a_pdb_session_with_conditional_and_temporary_breakpoints_displays_frames_and_reverse_steps() {
     let dir = tempfile::tempdir().expect("tempdir");
     let code_path = write_code(dir.path(), COUNT);
     let args = ["debug", "--code", &code_path, "--call", "count('berry', 'r')"];
     let commands = "b 4, c == 'r'\nc\np n\np n + 10\ndisplay n\nc\n\nrc\nargs\nw\nup\np c\ndown\nl\ntbreak 5\nb\ncl 1\nc\nuntil\nretval\nc\nback\nrnext\nll\nstep\njump 4\nbk\nrcall\nfrobnicate\nq\n";
-    assert_snapshot("count_session", &stdout_ok(&args, commands));
+    insta::assert_snapshot!("count_session", stdout_ok(&args, commands));
     // The oracle backend goes through serialize -> predict -> parse and stops at the same places.
     let oracle = stdout_ok(&[&args[..], &["--backend", "oracle"]].concat(), "b 4, c == 'r'\nc\np n\nc\np n\nc\n");
-    assert_snapshot("count_session_oracle", &oracle);
+    insta::assert_snapshot!("count_session_oracle", oracle);
     let neural = run(&[&args[..], &["--backend", "neural"]].concat(), "");
     assert!(!neural.status.success());
 }

@@ -2,15 +2,12 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
+use common::cli::{deepdebug, stderr, stdout};
 use common::project;
 use common::snapshot;
 
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn deepdebug() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-}
 
 fn fix(root: &Path, extra: &[&str]) -> Output {
     deepdebug()
@@ -20,14 +17,6 @@ fn fix(root: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Run `fix`, check it succeeds without touching the project, that the printed diff applies
@@ -539,4 +528,42 @@ fn tests_names_the_failures_to_fix_and_the_rest_of_the_suite_guards_against_regr
         .output()
         .unwrap();
     assert!(check.status.success(), "the applied patch breaks a test that passed: {}", stdout(&check));
+}
+
+/// What `--json` promises, without the values a run varies in: every key with its value's
+/// type, an array by its first element.
+fn shape(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Array(items) => Value::Array(items.first().map(shape).into_iter().collect()),
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+    }
+}
+
+/// `fix`'s summary line with the candidate count and the time redacted.
+fn summary(stderr: &str) -> String {
+    let line = stderr.lines().find(|l| l.starts_with("plausible patch in")).unwrap_or_default();
+    line.split_once(" after ").map_or(line.to_string(), |(head, _)| format!("{head} after [N] candidates, [T]s"))
+}
+
+#[test]
+fn the_diff_summary_and_json_shape_of_a_fix_match_their_snapshots() {
+    let dir = project(&[
+        ("grades.py", "def passed(score):\n    return score > 50\n"),
+        ("test_grades.py", "from grades import passed\n\ndef test_at():\n    assert passed(50)\n\ndef test_low():\n    assert not passed(3)\n"),
+    ]);
+    let quiet = ["--rank", "none", "--lm", "none", "--jobs", "1"];
+    let out = fix(dir.path(), &quiet);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    insta::assert_snapshot!("fix_diff_and_summary", format!("{}{}", stdout(&out), summary(&stderr(&out))));
+    let out = fix(dir.path(), &[&quiet[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Keyed by the outcomes the run happened to see.
+    report["candidates"]["by_outcome"] = serde_json::json!({"<outcome>": 0});
+    insta::assert_json_snapshot!("fix_json_shape", shape(&report));
 }

@@ -10,11 +10,9 @@ use deepdebug::model::{
     train, CodeTokenizer, ModelConfig, ModelDir, SampleOptions, Sampler, Task, TrainEvent, TrainOptions,
 };
 use std::path::Path;
-use std::process::Command;
 
-fn deepdebug() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-}
+mod common;
+use common::cli::deepdebug;
 
 /// Synthetic patch data: each buggy function uses the wrong operator; the fix restores it.
 fn dataset(n: usize) -> Vec<Example> {

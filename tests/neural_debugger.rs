@@ -74,7 +74,8 @@ fn a_tiny_next_state_model_memorizes_its_trajectories_and_serves_every_command()
     let model = dir.path().join("model");
 
     // Training pairs: one per action of every trajectory, as the eval command samples them.
-    let examples = data::read_jsonl(&samples, Task::NextState).expect("examples");
+    let examples = data::read_jsonl(&samples, Task::NextState, deepdebug::debugger::neural::trajectory_examples)
+        .expect("examples");
     let cases: Vec<Case> = std::fs::read_to_string(&samples)
         .expect("samples")
         .lines()

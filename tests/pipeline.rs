@@ -3,11 +3,10 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn deepdebug() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_deepdebug"))
-}
+mod common;
+use common::cli::deepdebug;
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);

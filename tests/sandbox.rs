@@ -212,8 +212,8 @@ fn server_request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_>
     Request {
         nodeids,
         exit_first: false,
-        per_test_timeout: Duration::from_secs(10),
-        per_test_cpu: Duration::ZERO,
+        per_test_timeout: Some(Duration::from_secs(10)),
+        per_test_cpu: None,
         session_timeout: Duration::from_secs(60),
         swap,
         frames: true,
@@ -274,7 +274,7 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     let strays = vec!["test_calc.py::test_no_strays".to_string()];
     for (tests, swap) in [(&spin, spin_swap), (&orphan_hangs, None)] {
         let mut req = server_request(Some(tests), swap);
-        req.per_test_timeout = Duration::ZERO;
+        req.per_test_timeout = None;
         req.session_timeout = Duration::from_millis(1000);
         let start = Instant::now();
         let s = server.run(&req).unwrap();
@@ -422,8 +422,8 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
     let request = Request {
         nodeids: None,
         exit_first: false,
-        per_test_timeout: Duration::from_secs(10),
-        per_test_cpu: Duration::ZERO,
+        per_test_timeout: Some(Duration::from_secs(10)),
+        per_test_cpu: None,
         session_timeout: Duration::from_secs(60),
         swap: None,
         frames: true,

@@ -49,7 +49,7 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     let project = Project::load(dir.path()).unwrap();
     let pytest = Pytest::new(std::path::Path::new("python3")).unwrap();
     // As `fix` does: the servers start first and collect while the baseline runs.
-    let pool = Pool::start(&pytest, project.root(), &[], 2).unwrap();
+    let pool = Pool::start(&pytest, project.root(), &[], 2, EngineChoice::Batch).unwrap();
     assert_eq!(pool.idle(), (2, 0));
     let scratch = tempfile::tempdir().unwrap();
     deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();

@@ -418,7 +418,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                         r.description,
                         r.score,
                         r.rank_key,
-                        if r.outcome == "plausible" { String::new() } else { format!(" ({})", r.outcome) }
+                        if r.outcome.is_plausible() { String::new() } else { format!(" ({})", r.outcome) }
                     );
                 }
             }

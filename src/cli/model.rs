@@ -285,7 +285,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             cpu,
         } => {
             let task = task.task();
-            let mut examples = data::read_jsonl_all(&data_files, task)?;
+            let mut examples = data::read_jsonl_all(&data_files, task, neural::trajectory_examples)?;
             eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
             let opts = TrainOptions {
                 steps,
@@ -393,7 +393,7 @@ pub fn run(command: ModelCommand) -> Result<()> {
             cpu,
         } => {
             let task = task.task();
-            let mut examples = data::read_jsonl_all(&files, task)?;
+            let mut examples = data::read_jsonl_all(&files, task, neural::trajectory_examples)?;
             examples.truncate(limit.unwrap_or(usize::MAX));
             if no_context {
                 examples = examples.iter().map(data::without_context).collect();

@@ -8,6 +8,7 @@ use super::record::{run_python, RecordError, RecordLimits};
 use super::sampler::{context_for, FunctionRow};
 use super::trace::{EventKind, Trace};
 use super::tree::{Action, Direction, NodeKind, StateTree, Target};
+use crate::io_error::io_err;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 
@@ -261,16 +262,12 @@ pub fn run_checks(scripts: &[String], limits: &RecordLimits) -> Result<Vec<bool>
     if scripts.is_empty() {
         return Ok(Vec::new());
     }
-    let io = |action: &str| {
-        let action = action.to_string();
-        move |source| RecordError::Io { action, source }
-    };
-    let dir = tempfile::tempdir().map_err(io("create a temporary directory"))?;
+    let dir = tempfile::tempdir().map_err(io_err("create a temporary directory"))?;
     let runner = dir.path().join("checks.py");
     let input = dir.path().join("scripts.json");
     let results = dir.path().join("results.txt");
-    std::fs::write(&runner, CHECK_RUNNER_PY).map_err(io("write checks.py"))?;
-    std::fs::write(&input, serde_json::to_string(scripts)?).map_err(io("write scripts.json"))?;
+    std::fs::write(&runner, CHECK_RUNNER_PY).map_err(io_err("write checks.py"))?;
+    std::fs::write(&input, serde_json::to_string(scripts)?).map_err(io_err("write scripts.json"))?;
     let per_check = 3.0_f64;
     let per_check_arg = per_check.to_string();
     let batch = RecordLimits {

@@ -39,6 +39,15 @@ pub fn next_state_examples(text: &str) -> Result<Vec<Example>, GrammarError> {
         .collect())
 }
 
+/// [`next_state_examples`] as a [`crate::model::data::Trajectories`], for reading
+/// `trace-dataset` rows as training pairs.
+///
+/// # Errors
+/// When the text is not a trajectory in the grammar (the message says why).
+pub fn trajectory_examples(text: &str) -> Result<Vec<Example>, String> {
+    next_state_examples(text).map_err(|e| e.to_string())
+}
+
 /// The longest suffix of `text` within `budget` tokens.
 fn tail(text: &str, budget: usize, count: &dyn Fn(&str) -> usize) -> String {
     let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
@@ -309,5 +318,35 @@ mod tests {
             assert_eq!(e.source, traj.prompt(k));
             assert_eq!(e.target, traj.frames[k + 1].serialize());
         }
+    }
+
+    #[test]
+    fn trajectory_rows_give_one_next_state_example_per_step() {
+        let text = concat!(
+            "<|begin_of_text|><|trace_context_start|>def f(x):\n    return x\n",
+            "<|frame_sep|><|call_sep|><|src_sep|>def f(x):<|arg_sep|>{\"x\": \"1\"}<|action_sep|><|step_into|>",
+            "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x<|action_sep|><|continue|>",
+            "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>",
+        );
+        let line = serde_json::json!({"format_version": 1, "source": "r0", "text": text}).to_string();
+        // `source` is the dataset's row id there, not an encoder input.
+        let examples = crate::model::data::parse_rows(&line, Task::NextState, trajectory_examples).unwrap();
+        assert_eq!(examples.len(), 2);
+        assert!(examples[0].source.ends_with("{\"x\": \"1\"}<|action_sep|><|step_into|>"), "{}", examples[0].source);
+        assert_eq!(examples[0].target, "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x");
+        assert_eq!(examples[1].target, "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>");
+        assert!(text.starts_with(&examples[1].source));
+        assert!(crate::model::data::parse_rows(
+            r#"{"before": "x", "after": "y"}"#,
+            Task::NextState,
+            trajectory_examples
+        )
+        .is_err());
+        assert!(crate::model::data::parse_rows(
+            r#"{"text": "<|begin_of_text|>nonsense"}"#,
+            Task::NextState,
+            trajectory_examples
+        )
+        .is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use super::dap::evaluate::{Evaluator, Value};
 use super::dap::timeline::Variable;
-use super::session::{DebugBackend, Location};
+use super::session::{DebugBackend, Location, StepError};
 use super::tree::{Action, NodeKind};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -18,6 +18,34 @@ Other:        h(elp)  q(uit)   (an empty line repeats the last command)";
 
 /// Steps `continue` and `until` take at most before they give up.
 const MAX_STEPS: usize = 200_000;
+
+/// Why a command did nothing; the command loop prints it as `*** {error}`.
+#[derive(Debug, thiserror::Error)]
+enum PdbError {
+    #[error(transparent)]
+    Step(#[from] StepError),
+    #[error("unknown command {0:?} (try help)")]
+    UnknownCommand(String),
+    #[error("give a line number or source text")]
+    NoLineOrSource,
+    #[error("no line {0} in the program")]
+    NoSuchLine(usize),
+    #[error("{0:?} is not a line number")]
+    NotALineNumber(String),
+    #[error("give breakpoint numbers")]
+    NoBreakpointNumbers,
+    #[error("no state")]
+    NoState,
+    #[error("not at a return")]
+    NotAtReturn,
+    #[error("Oldest frame")]
+    OldestFrame,
+    #[error("Newest frame")]
+    NewestFrame,
+    /// The expression raised this (or could not be evaluated).
+    #[error("{0}")]
+    Evaluation(String),
+}
 
 #[derive(Debug, Clone)]
 struct Breakpoint {
@@ -96,14 +124,14 @@ pub fn run(
 
 impl Pdb<'_> {
     /// Run one command: its output, `None` to quit, or an error message.
-    fn command(&mut self, line: &str) -> Result<Option<String>, String> {
+    fn command(&mut self, line: &str) -> Result<Option<String>, PdbError> {
         let (word, rest) = line.split_once(char::is_whitespace).map_or((line, ""), |(w, r)| (w, r.trim()));
         match word {
             "s" | "step" => self.act(&Action::StepInto),
             "n" | "next" => self.act(&Action::StepOver),
             "r" | "return" => self.act(&Action::StepReturn),
             "back" | "bk" => {
-                self.backend.back().map_err(|e| e.to_string())?;
+                self.backend.back()?;
                 Ok(Some(self.stopped()))
             }
             "rnext" => self.act(&Action::InvStepOver),
@@ -135,13 +163,13 @@ impl Pdb<'_> {
             "d" | "down" => self.up_down(-1).map(Some),
             "h" | "help" | "?" => Ok(Some(HELP.to_string())),
             "q" | "quit" | "exit" => Ok(None),
-            other => Err(format!("unknown command {other:?} (try help)")),
+            other => Err(PdbError::UnknownCommand(other.to_string())),
         }
     }
 
     /// Take a paper action, then show where it led.
-    fn act(&mut self, action: &Action) -> Result<Option<String>, String> {
-        self.backend.act(action).map_err(|e| e.to_string())?;
+    fn act(&mut self, action: &Action) -> Result<Option<String>, PdbError> {
+        self.backend.act(action)?;
         Ok(Some(self.stopped()))
     }
 
@@ -184,21 +212,21 @@ impl Pdb<'_> {
     }
 
     /// A `break`/`jump` argument as source text: a line number's text, or the text itself.
-    fn source_of(&self, arg: &str) -> Result<String, String> {
+    fn source_of(&self, arg: &str) -> Result<String, PdbError> {
         if arg.is_empty() {
-            return Err("give a line number or source text".into());
+            return Err(PdbError::NoLineOrSource);
         }
         match arg.parse::<usize>() {
-            Ok(n) => self.lines.get(n.wrapping_sub(1)).cloned().ok_or_else(|| format!("no line {n} in the program")),
+            Ok(n) => self.lines.get(n.wrapping_sub(1)).cloned().ok_or(PdbError::NoSuchLine(n)),
             Err(_) => Ok(arg.to_string()),
         }
     }
 
-    fn add_breakpoint(&mut self, arg: &str, temporary: bool) -> Result<String, String> {
+    fn add_breakpoint(&mut self, arg: &str, temporary: bool) -> Result<String, PdbError> {
         let (where_, condition) = arg.split_once(',').map_or((arg, None), |(w, c)| (w.trim(), Some(c.trim())));
-        let line = where_.parse::<u32>().map_err(|_| format!("{where_:?} is not a line number"))?;
+        let line = where_.parse::<u32>().map_err(|_| PdbError::NotALineNumber(where_.to_string()))?;
         if line == 0 || line as usize > self.lines.len() {
-            return Err(format!("no line {line} in the program"));
+            return Err(PdbError::NoSuchLine(line as usize));
         }
         let number = self.next_number;
         self.next_number += 1;
@@ -241,10 +269,10 @@ impl Pdb<'_> {
         numbers.iter().map(|n| format!("Deleted breakpoint {n}")).collect::<Vec<_>>().join("\n")
     }
 
-    fn enable(&mut self, arg: &str, enabled: bool) -> Result<String, String> {
+    fn enable(&mut self, arg: &str, enabled: bool) -> Result<String, PdbError> {
         let numbers: Vec<usize> = arg.split_whitespace().filter_map(|n| n.parse().ok()).collect();
         if numbers.is_empty() {
-            return Err("give breakpoint numbers".into());
+            return Err(PdbError::NoBreakpointNumbers);
         }
         let mut text = Vec::new();
         for b in self.breakpoints.iter_mut().filter(|b| numbers.contains(&b.number)) {
@@ -284,9 +312,9 @@ impl Pdb<'_> {
 
     /// Step forwards to the next breakpoint (without any: the paper's `continue`, to the exit).
     /// Returns a message to show instead of the location when it gave up.
-    fn continue_forward(&mut self) -> Result<Option<String>, String> {
+    fn continue_forward(&mut self) -> Result<Option<String>, PdbError> {
         if !self.breakpoints.iter().any(|b| b.enabled) {
-            return self.backend.act(&Action::Continue).map(|()| None).map_err(|e| e.to_string());
+            return Ok(self.backend.act(&Action::Continue).map(|()| None)?);
         }
         for _ in 0..MAX_STEPS {
             if self.backend.act(&Action::StepInto).is_err() || self.backend.location().is_none() {
@@ -301,7 +329,7 @@ impl Pdb<'_> {
     }
 
     /// Step backwards to the previous breakpoint, or to the start.
-    fn continue_backward(&mut self) -> Result<(), String> {
+    fn continue_backward(&mut self) -> Result<(), PdbError> {
         for _ in 0..MAX_STEPS {
             if self.backend.back().is_err() || self.backend.location().is_none() {
                 return Ok(());
@@ -315,10 +343,10 @@ impl Pdb<'_> {
     }
 
     /// Step over until a line greater than the current one in this frame, or its return.
-    fn until(&mut self) -> Result<(), String> {
-        let Some(start) = self.backend.location() else { return Err("not at a state".into()) };
+    fn until(&mut self) -> Result<(), PdbError> {
+        let Some(start) = self.backend.location() else { return Err(StepError::NoState.into()) };
         for _ in 0..MAX_STEPS {
-            self.backend.act(&Action::StepOver).map_err(|e| e.to_string())?;
+            self.backend.act(&Action::StepOver)?;
             let Some(loc) = self.backend.location() else { return Ok(()) };
             let returned = loc.kind == NodeKind::Return && loc.depth == start.depth;
             if loc.depth < start.depth || returned || (loc.depth == start.depth && loc.line > start.line) {
@@ -334,18 +362,18 @@ impl Pdb<'_> {
         frames.len().checked_sub(1 + self.frame_offset).and_then(|i| frames.get(i).cloned())
     }
 
-    fn print(&mut self, expression: &str) -> Result<String, String> {
+    fn print(&mut self, expression: &str) -> Result<String, PdbError> {
         if expression.is_empty() {
-            let loc = self.selected().ok_or("no state")?;
+            let loc = self.selected().ok_or(PdbError::NoState)?;
             return Ok(loc.locals.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n"));
         }
-        let loc = self.selected().ok_or("no state")?;
+        let loc = self.selected().ok_or(PdbError::NoState)?;
         if let Some((_, v)) = loc.locals.iter().find(|(k, _)| k == expression) {
             return Ok(v.clone());
         }
         match self.evaluator.evaluate(expression, &variables(&loc.locals)) {
             Value::Ok { value, .. } => Ok(value),
-            Value::Error(error) => Err(error),
+            Value::Error(error) => Err(PdbError::Evaluation(error)),
         }
     }
 
@@ -373,12 +401,12 @@ impl Pdb<'_> {
             .collect()
     }
 
-    fn retval(&self) -> Result<String, String> {
+    fn retval(&self) -> Result<String, PdbError> {
         match self.backend.location() {
             Some(loc) if matches!(loc.kind, NodeKind::Return | NodeKind::InvReturn) => {
                 Ok(loc.value.unwrap_or_else(|| "None".into()))
             }
-            _ => Err("not at a return".into()),
+            _ => Err(PdbError::NotAtReturn),
         }
     }
 
@@ -466,18 +494,18 @@ impl Pdb<'_> {
             .join("\n")
     }
 
-    fn up_down(&mut self, by: isize) -> Result<String, String> {
+    fn up_down(&mut self, by: isize) -> Result<String, PdbError> {
         let depth = self.backend.frames().len();
         let offset = self.frame_offset.checked_add_signed(by).filter(|&o| o < depth.max(1));
         match offset {
             Some(o) => {
                 self.frame_offset = o;
-                let loc = self.selected().ok_or("no state")?;
+                let loc = self.selected().ok_or(PdbError::NoState)?;
                 let func = if loc.func.is_empty() { "<module>" } else { &loc.func };
                 Ok(format!("> {}({}){func}()\n-> {}", self.file, loc.line, loc.src.trim()))
             }
-            None if by > 0 => Err("Oldest frame".into()),
-            None => Err("Newest frame".into()),
+            None if by > 0 => Err(PdbError::OldestFrame),
+            None => Err(PdbError::NewestFrame),
         }
     }
 }

@@ -125,7 +125,8 @@ mod tests {
     use super::*;
     use crate::debugger::eval::{cases, evaluate};
     use crate::debugger::fixtures::nested_calls;
-    use crate::debugger::sampler::{sample_trajectory, Rng, SamplerConfig};
+    use crate::debugger::sampler::{sample_trajectory, SamplerConfig};
+    use crate::rng::Rng;
 
     fn trajectories(n: usize) -> Vec<crate::debugger::grammar::Trajectory> {
         let trace = nested_calls();

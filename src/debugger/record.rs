@@ -1,6 +1,7 @@
 //! Runs Python in a sandboxed child process: the embedded tracer, and pass/fail checks.
 
 use super::trace::{program_for_call, ExitKind, Limit, Trace, TraceEvent, ENTRY_FUNCTION, TRACE_FORMAT_VERSION};
+use crate::io_error::io_err;
 use serde::Deserialize;
 use std::ffi::OsStr;
 use std::fs;
@@ -13,17 +14,12 @@ const TRACER_PY: &str = include_str!("tracer.py");
 /// Errors from running Python.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("failed to {action}: {source}")]
-    Io { action: String, source: std::io::Error },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::IoError),
     #[error("the tracer wrote no output (status {status}): {stderr}")]
     NoOutput { status: String, stderr: String },
     #[error("the tracer wrote invalid JSON: {0}")]
     BadOutput(#[from] serde_json::Error),
-}
-
-fn io_err(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> RecordError {
-    let action = action.into();
-    move |source| RecordError::Io { action, source }
 }
 
 /// Resource limits for one traced call.
@@ -248,9 +244,8 @@ fn run_in_sandbox(
         },
         capture_dir: dir,
     };
-    let out = sandbox.run(&job).map_err(|e| RecordError::Io {
-        action: format!("run {} in the sandbox", python.display()),
-        source: std::io::Error::other(e.to_string()),
+    let out = sandbox.run(&job).map_err(|e| {
+        io_err(format!("run {} in the sandbox", python.display()))(std::io::Error::other(e.to_string()))
     })?;
     let mut stderr = out.stderr;
     if stderr.len() > 4000 {

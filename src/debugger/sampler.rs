@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Version of the dataset rows written by `deepdebug trace-dataset`.
 pub const SAMPLE_FORMAT_VERSION: u32 = 1;
 
-pub use crate::rng::Rng;
+use crate::rng::Rng;
 
 /// Sampling parameters.
 #[derive(Debug, Clone)]

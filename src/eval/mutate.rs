@@ -1,6 +1,6 @@
 //! Seeded, type-directed mutation of JSON test inputs into extra inputs for behaviour comparison.
 
-use crate::debugger::sampler::Rng;
+use crate::rng::Rng;
 use serde_json::{Number, Value};
 use std::collections::HashSet;
 

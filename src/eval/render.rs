@@ -223,6 +223,9 @@ mod tests {
         );
         assert!(md.contains("| delta | not fixed |"));
         assert!(md.contains("4 programs: 2 genuine, 1 plausible-only, 1 not fixed, 0 errors."));
+        insta::with_settings!({ snapshot_path => "../../tests/snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("eval_quixbugs_markdown", md);
+        });
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::project::Project;
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
-use crate::repair::lab::{scratch_copy, EngineChoice, LabConfig, LabError, LabEvent, Worker};
+use crate::repair::lab::{scratch_copy, with_workers, EngineChoice, LabConfig, LabError, LabEvent, Pool, Worker};
 use crate::repair::operators::{mutations_at_line_in, FileScope};
 pub use crate::shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -502,39 +502,26 @@ fn validate(
     let queue = Mutex::new((0..mutants.len()).collect::<VecDeque<_>>());
     let results: Mutex<Vec<Option<Session>>> = Mutex::new(vec![None; mutants.len()]);
     let error: Mutex<Option<LabError>> = Mutex::new(None);
-    let notes = |_: LabEvent| {};
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, mutants.len().max(1)) {
-            scope.spawn(|| {
-                let dir = match scratch_copy(config.root, "deepdebug-inject-") {
-                    Ok(dir) => dir,
-                    Err(e) => {
-                        error.lock().expect("lock").get_or_insert(e);
-                        return;
-                    }
-                };
-                let mut worker = Worker::new(pytest, config, dir.path(), &notes);
-                loop {
-                    if Instant::now() >= config.deadline || error.lock().expect("lock").is_some() {
-                        break;
-                    }
-                    let Some(i) = queue.lock().expect("lock").pop_front() else { break };
-                    let m = &mutants[i];
-                    match worker.run_patched(&m.file, &m.text, m.focus.as_ref(), &m.tests) {
-                        Ok(session) => {
-                            let killed = session.failing().next().is_some() || session.exit.is_timeout();
-                            results.lock().expect("lock")[i] = Some(session);
-                            on_event(InjectEvent::MutantDone { killed });
-                        }
-                        Err(e) => {
-                            error.lock().expect("lock").get_or_insert(e);
-                            break;
-                        }
-                    }
-                }
-            });
+    let work = |worker: &mut Worker<'_>| loop {
+        if Instant::now() >= config.deadline || error.lock().expect("lock").is_some() {
+            break;
         }
-    });
+        let Some(i) = queue.lock().expect("lock").pop_front() else { break };
+        let m = &mutants[i];
+        match worker.run_patched(&m.file, &m.text, m.focus.as_ref(), &m.tests) {
+            Ok(session) => {
+                let killed = session.failing().next().is_some() || session.exit.is_timeout();
+                results.lock().expect("lock")[i] = Some(session);
+                on_event(InjectEvent::MutantDone { killed });
+            }
+            Err(e) => {
+                error.lock().expect("lock").get_or_insert(e);
+                break;
+            }
+        }
+    };
+    let jobs = jobs.clamp(1, mutants.len().max(1));
+    with_workers(&Pool::default(), pytest, config, jobs, &|_: LabEvent| {}, &work)?;
     if let Some(e) = error.into_inner().expect("lock") {
         return Err(e.into());
     }

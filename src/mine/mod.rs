@@ -24,8 +24,8 @@ use std::path::PathBuf;
 /// An infrastructure failure that aborts a shard (per-repository problems are data).
 #[derive(Debug, thiserror::Error)]
 pub enum MineError {
-    #[error("read or write {path}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::IoError),
     #[error("parse checkpoint {path}")]
     BadCheckpoint { path: PathBuf, source: serde_json::Error },
     #[error("resume from checkpoint {path}: it has format version {found} or another shard; delete it to start over")]

@@ -2,6 +2,7 @@
 
 use super::report::{RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
+use crate::io_error::path_err;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -83,24 +84,20 @@ pub struct ShardWriter {
     seen: HashSet<u64>,
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MineError + '_ {
-    move |source| MineError::Io { path: path.to_path_buf(), source }
-}
-
 /// Write `bytes` to `path` through a temporary file and a rename, so readers never see
 /// a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MineError> {
     let tmp = path.with_extension("tmp");
-    let mut file = File::create(&tmp).map_err(io_err(&tmp))?;
-    file.write_all(bytes).map_err(io_err(&tmp))?;
-    file.sync_all().map_err(io_err(&tmp))?;
-    fs::rename(&tmp, path).map_err(io_err(path))
+    let mut file = File::create(&tmp).map_err(path_err(&tmp))?;
+    file.write_all(bytes).map_err(path_err(&tmp))?;
+    file.sync_all().map_err(path_err(&tmp))?;
+    Ok(fs::rename(&tmp, path).map_err(path_err(path))?)
 }
 
 impl ShardWriter {
     /// Open the shard's output, resuming from its checkpoint when there is one.
     pub fn open(out_dir: &Path, shard: Shard) -> Result<ShardWriter, MineError> {
-        fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
+        fs::create_dir_all(out_dir).map_err(path_err(out_dir))?;
         let paths = ShardPaths::new(out_dir, shard);
         let checkpoint = match fs::read(&paths.checkpoint) {
             Ok(bytes) => {
@@ -125,7 +122,7 @@ impl ShardWriter {
                 rows: 0,
                 completed: Vec::new(),
             },
-            Err(e) => return Err(io_err(&paths.checkpoint)(e)),
+            Err(e) => return Err(path_err(&paths.checkpoint)(e).into()),
         };
         let mut file = OpenOptions::new()
             .read(true)
@@ -133,8 +130,8 @@ impl ShardWriter {
             .create(true)
             .truncate(false)
             .open(&paths.jsonl)
-            .map_err(io_err(&paths.jsonl))?;
-        let len = file.metadata().map_err(io_err(&paths.jsonl))?.len();
+            .map_err(path_err(&paths.jsonl))?;
+        let len = file.metadata().map_err(path_err(&paths.jsonl))?.len();
         if len < checkpoint.jsonl_bytes {
             return Err(MineError::TruncatedOutput {
                 path: paths.jsonl.clone(),
@@ -143,9 +140,9 @@ impl ShardWriter {
             });
         }
         // Drop rows of a repository that was being written when the process died.
-        file.set_len(checkpoint.jsonl_bytes).map_err(io_err(&paths.jsonl))?;
+        file.set_len(checkpoint.jsonl_bytes).map_err(path_err(&paths.jsonl))?;
         let seen = read_hashes(&mut file, &paths.jsonl)?;
-        file.seek(SeekFrom::End(0)).map_err(io_err(&paths.jsonl))?;
+        file.seek(SeekFrom::End(0)).map_err(path_err(&paths.jsonl))?;
         Ok(ShardWriter { paths, file, checkpoint, seen })
     }
 
@@ -181,27 +178,26 @@ impl ShardWriter {
                 break;
             }
             line.clear();
-            rows.read_until(b'\n', &mut line).map_err(io_err(&path))?;
+            rows.read_until(b'\n', &mut line).map_err(path_err(&path))?;
             if !self.seen.insert(hash) {
                 report.stats.duplicates_dropped += 1;
                 continue;
             }
-            out.write_all(&line).map_err(io_err(&path))?;
+            out.write_all(&line).map_err(path_err(&path))?;
             written += 1;
             bytes += line.len() as u64;
         }
-        out.flush().map_err(io_err(&path))?;
+        out.flush().map_err(path_err(&path))?;
         drop(out);
         if fail_after_rows.is_some() {
             return Err(MineError::InjectedFault);
         }
-        self.file.sync_data().map_err(io_err(&path))?;
+        self.file.sync_data().map_err(path_err(&path))?;
         report.stats.pairs_written = written;
         self.checkpoint.jsonl_bytes += bytes;
         self.checkpoint.rows += written;
         self.checkpoint.completed.push(report);
-        let json = serde_json::to_vec_pretty(&self.checkpoint)
-            .map_err(|e| MineError::Io { path: path.clone(), source: e.into() })?;
+        let json = serde_json::to_vec_pretty(&self.checkpoint).map_err(|e| path_err(&path)(e.into()))?;
         write_atomic(&self.paths.checkpoint, &json)
     }
 }
@@ -219,7 +215,7 @@ pub struct Spill {
 impl Spill {
     /// A spill file in `dir` (the shard's output directory), removed when dropped.
     pub fn new(dir: &Path) -> Result<Spill, MineError> {
-        let file = tempfile::tempfile_in(dir).map_err(io_err(dir))?;
+        let file = tempfile::tempfile_in(dir).map_err(path_err(dir))?;
         Ok(Spill { file: std::io::BufWriter::new(file), hashes: Vec::new(), error: None, dir: dir.to_path_buf() })
     }
 
@@ -247,10 +243,10 @@ impl Spill {
     fn finish(self) -> Result<(File, Vec<u64>), MineError> {
         let Spill { file, hashes, error, dir } = self;
         if let Some(e) = error {
-            return Err(MineError::Io { path: dir, source: e });
+            return Err(path_err(&dir)(e).into());
         }
-        let mut file = file.into_inner().map_err(|e| MineError::Io { path: dir.clone(), source: e.into_error() })?;
-        file.seek(SeekFrom::Start(0)).map_err(io_err(&dir))?;
+        let mut file = file.into_inner().map_err(|e| path_err(&dir)(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(path_err(&dir))?;
         Ok((file, hashes))
     }
 }
@@ -261,10 +257,10 @@ fn read_hashes(file: &mut File, path: &Path) -> Result<HashSet<u64>, MineError> 
     struct HashOnly {
         pair_hash: String,
     }
-    file.seek(SeekFrom::Start(0)).map_err(io_err(path))?;
+    file.seek(SeekFrom::Start(0)).map_err(path_err(path))?;
     let mut seen = HashSet::new();
     for line in BufReader::new(&mut *file).lines() {
-        let line = line.map_err(io_err(path))?;
+        let line = line.map_err(path_err(path))?;
         let row: HashOnly =
             serde_json::from_str(&line).map_err(|source| MineError::BadRow { path: path.to_path_buf(), source })?;
         seen.insert(u64::from_str_radix(&row.pair_hash, 16).unwrap_or_default());
@@ -274,9 +270,9 @@ fn read_hashes(file: &mut File, path: &Path) -> Result<HashSet<u64>, MineError> 
 
 /// Read every row of a JSONL shard, calling `each` in file order.
 pub fn for_each_row(path: &Path, mut each: impl FnMut(PairRow) -> Result<(), MineError>) -> Result<(), MineError> {
-    let file = File::open(path).map_err(io_err(path))?;
+    let file = File::open(path).map_err(path_err(path))?;
     for line in BufReader::new(file).lines() {
-        let line = line.map_err(io_err(path))?;
+        let line = line.map_err(path_err(path))?;
         let row =
             serde_json::from_str(&line).map_err(|source| MineError::BadRow { path: path.to_path_buf(), source })?;
         each(row)?;

@@ -2,6 +2,7 @@
 
 use super::output::{for_each_row, PairRow};
 use super::MineError;
+use crate::io_error::path_err;
 use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
@@ -42,7 +43,7 @@ pub fn write_parquet(jsonl: &Path, parquet: &Path) -> Result<u64, MineError> {
     let schema = Arc::new(parse_message_type(SCHEMA).map_err(pq_err(parquet))?);
     let props = Arc::new(WriterProperties::builder().build());
     let tmp = parquet.with_extension("parquet.tmp");
-    let file = File::create(&tmp).map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    let file = File::create(&tmp).map_err(path_err(&tmp))?;
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), schema, props).map_err(pq_err(parquet))?;
     let mut batch: Vec<PairRow> = Vec::with_capacity(ROW_GROUP_ROWS);
     let mut rows = 0_u64;
@@ -60,9 +61,9 @@ pub fn write_parquet(jsonl: &Path, parquet: &Path) -> Result<u64, MineError> {
         rows += batch.len() as u64;
     }
     let file = writer.into_inner().map_err(pq_err(parquet))?;
-    let file = file.into_inner().map_err(|e| MineError::Io { path: tmp.clone(), source: e.into_error() })?;
-    file.sync_all().map_err(|source| MineError::Io { path: tmp.clone(), source })?;
-    std::fs::rename(&tmp, parquet).map_err(|source| MineError::Io { path: parquet.to_path_buf(), source })?;
+    let file = file.into_inner().map_err(|e| path_err(&tmp)(e.into_error()))?;
+    file.sync_all().map_err(path_err(&tmp))?;
+    std::fs::rename(&tmp, parquet).map_err(path_err(parquet))?;
     Ok(rows)
 }
 
@@ -138,9 +139,9 @@ pub fn write_jsonl_as_parquet(jsonl: &Path, parquet: &Path, columns: &[&str]) ->
     let schema = Arc::new(parse_message_type(&schema).map_err(pq_err(parquet))?);
     let props = Arc::new(WriterProperties::builder().build());
     let tmp = parquet.with_extension("parquet.tmp");
-    let file = File::create(&tmp).map_err(|source| MineError::Io { path: tmp.clone(), source })?;
+    let file = File::create(&tmp).map_err(path_err(&tmp))?;
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), schema, props).map_err(pq_err(parquet))?;
-    let text = std::fs::read_to_string(jsonl).map_err(|source| MineError::Io { path: jsonl.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(jsonl).map_err(path_err(jsonl))?;
     let mut rows = 0_u64;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     for chunk in lines.chunks(ROW_GROUP_ROWS) {
@@ -171,8 +172,8 @@ pub fn write_jsonl_as_parquet(jsonl: &Path, parquet: &Path, columns: &[&str]) ->
         rows += values.len() as u64;
     }
     let file = writer.into_inner().map_err(pq_err(parquet))?;
-    let file = file.into_inner().map_err(|e| MineError::Io { path: tmp.clone(), source: e.into_error() })?;
-    file.sync_all().map_err(|source| MineError::Io { path: tmp.clone(), source })?;
-    std::fs::rename(&tmp, parquet).map_err(|source| MineError::Io { path: parquet.to_path_buf(), source })?;
+    let file = file.into_inner().map_err(|e| path_err(&tmp)(e.into_error()))?;
+    file.sync_all().map_err(path_err(&tmp))?;
+    std::fs::rename(&tmp, parquet).map_err(path_err(parquet))?;
     Ok(rows)
 }

@@ -5,6 +5,7 @@ use super::output::{write_atomic, PairRow, ShardPaths, ShardWriter, Spill};
 use super::progress::Progress;
 use super::report::{MineReport, MineStats, RepoOutcome, RepoReport, FORMAT_VERSION};
 use super::{MineError, Shard};
+use crate::io_error::path_err;
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::error::Error as _;
@@ -137,8 +138,7 @@ fn mine_in_pool(config: &MineConfig) -> Result<MineReport, MineError> {
         parquet,
         elapsed_seconds: start.elapsed().as_secs_f64(),
     };
-    let json = serde_json::to_vec_pretty(&report)
-        .map_err(|e| MineError::Io { path: paths.report.clone(), source: e.into() })?;
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| path_err(&paths.report)(e.into()))?;
     write_atomic(&paths.report, &json)?;
     Ok(report)
 }

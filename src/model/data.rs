@@ -74,17 +74,21 @@ pub fn parse_row(line: &str, task: Task) -> Result<Example, String> {
     Ok(Example { source: focal_source(&input, row.context.as_deref()), target: output.trim_end().to_string() + "\n" })
 }
 
+/// Turns a `trace-dataset` trajectory (a row's `text`) into [`Task::NextState`] examples. The
+/// model does not know the trajectory grammar: callers pass the debugger's
+/// (`debugger::neural::trajectory_examples`).
+pub type Trajectories = fn(&str) -> Result<Vec<Example>, String>;
+
 /// Parse one JSONL line into its examples: one for a pair row, and for [`Task::NextState`]
-/// one per step of a `trace-dataset` trajectory (see
-/// [`crate::debugger::neural::next_state_examples`]).
+/// one per step of a `trace-dataset` trajectory (expanded by `trajectories`).
 ///
 /// # Errors
 /// On malformed JSON, rows of no known form, or a trajectory that does not parse.
-pub fn parse_rows(line: &str, task: Task) -> Result<Vec<Example>, String> {
+pub fn parse_rows(line: &str, task: Task, trajectories: Trajectories) -> Result<Vec<Example>, String> {
     if task == Task::NextState {
         let row: Row = serde_json::from_str(line).map_err(|e| e.to_string())?;
         if let (None, Some(text)) = (&row.target, &row.text) {
-            return crate::debugger::neural::next_state_examples(text).map_err(|e| e.to_string());
+            return trajectories(text);
         }
     }
     parse_row(line, task).map(|e| vec![e])
@@ -94,11 +98,14 @@ pub fn parse_rows(line: &str, task: Task) -> Result<Vec<Example>, String> {
 ///
 /// # Errors
 /// On I/O errors or a malformed row (with its line number).
-pub fn read_jsonl(path: &Path, task: Task) -> Result<Vec<Example>, ModelError> {
+pub fn read_jsonl(path: &Path, task: Task, trajectories: Trajectories) -> Result<Vec<Example>, ModelError> {
     let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        out.extend(parse_rows(line, task).map_err(|e| ModelError::Data(format!("{}:{}: {e}", path.display(), i + 1)))?);
+        out.extend(
+            parse_rows(line, task, trajectories)
+                .map_err(|e| ModelError::Data(format!("{}:{}: {e}", path.display(), i + 1)))?,
+        );
     }
     Ok(out)
 }
@@ -107,10 +114,14 @@ pub fn read_jsonl(path: &Path, task: Task) -> Result<Vec<Example>, ModelError> {
 ///
 /// # Errors
 /// As [`read_jsonl`].
-pub fn read_jsonl_all(paths: &[impl AsRef<Path>], task: Task) -> Result<Vec<Example>, ModelError> {
+pub fn read_jsonl_all(
+    paths: &[impl AsRef<Path>],
+    task: Task,
+    trajectories: Trajectories,
+) -> Result<Vec<Example>, ModelError> {
     let mut out = Vec::new();
     for path in paths {
-        out.extend(read_jsonl(path.as_ref(), task)?);
+        out.extend(read_jsonl(path.as_ref(), task, trajectories)?);
     }
     Ok(out)
 }
@@ -134,25 +145,5 @@ mod tests {
         assert!(parse_row(r#"{"before": "x"}"#, Task::Patch).is_err());
         assert_eq!(without_context(&patch).source, "# target edit\ndef f():\n    return 1\n# end\n");
         assert_eq!(without_context(&plain), plain);
-    }
-
-    #[test]
-    fn trajectory_rows_give_one_next_state_example_per_step() {
-        let text = concat!(
-            "<|begin_of_text|><|trace_context_start|>def f(x):\n    return x\n",
-            "<|frame_sep|><|call_sep|><|src_sep|>def f(x):<|arg_sep|>{\"x\": \"1\"}<|action_sep|><|step_into|>",
-            "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x<|action_sep|><|continue|>",
-            "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>",
-        );
-        let line = serde_json::json!({"format_version": 1, "source": "r0", "text": text}).to_string();
-        // `source` is the dataset's row id there, not an encoder input.
-        let examples = parse_rows(&line, Task::NextState).unwrap();
-        assert_eq!(examples.len(), 2);
-        assert!(examples[0].source.ends_with("{\"x\": \"1\"}<|action_sep|><|step_into|>"), "{}", examples[0].source);
-        assert_eq!(examples[0].target, "<|frame_sep|><|line_sep|><|arg_sep|>{\"..\": \"..\"}<|src_sep|>    return x");
-        assert_eq!(examples[1].target, "<|frame_sep|><|exit_normal|><|trace_end|><|end_of_text|>");
-        assert!(text.starts_with(&examples[1].source));
-        assert!(parse_rows(r#"{"before": "x", "after": "y"}"#, Task::NextState).is_err());
-        assert!(parse_rows(r#"{"text": "<|begin_of_text|>nonsense"}"#, Task::NextState).is_err());
     }
 }

@@ -114,7 +114,11 @@ fn losses(cfg: &PipelineConfig, layout: &Layout<'_>) -> Result<Vec<LossRow>, Pip
     for (task, spec) in [(Task::Patch, &cfg.patcher), (Task::BugCreate, &cfg.bug_creator)] {
         let dir = layout.model(task);
         for (direction, rows_task) in [("forward", Task::Patch), ("reversed", Task::BugCreate)] {
-            let mut examples = model::data::read_jsonl(&layout.pairs("test"), rows_task)?;
+            let mut examples = model::data::read_jsonl(
+                &layout.pairs("test"),
+                rows_task,
+                crate::debugger::neural::trajectory_examples,
+            )?;
             examples.truncate(cfg.evaluate.loss_rows);
             if examples.is_empty() {
                 continue;

@@ -171,7 +171,7 @@ fn train(
     seed: u64,
     on_event: &(dyn Fn(PipelineEvent) + Sync),
 ) -> Result<Figures, PipelineError> {
-    let examples = model::data::read_jsonl_all(data, task)?;
+    let examples = model::data::read_jsonl_all(data, task, crate::debugger::neural::trajectory_examples)?;
     let schedule = model::TrainOptions {
         steps: spec.steps,
         batch_size: spec.batch_size,

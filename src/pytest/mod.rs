@@ -2,6 +2,7 @@
 
 pub mod server;
 
+use crate::io_error::io_err;
 use crate::process::{self, Exit, Limits};
 use crate::sandbox::{Job, Sandbox, SandboxError};
 use serde::Deserialize;
@@ -26,17 +27,8 @@ pub enum PytestError {
     ServerUnavailable(String),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
-    #[error("failed to {action}: {source}")]
-    Io {
-        action: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-fn io_err(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> PytestError {
-    let action = action.into();
-    move |source| PytestError::Io { action, source }
+    #[error(transparent)]
+    Io(#[from] crate::io_error::IoError),
 }
 
 /// Outcome of one test, merged over its setup, call and teardown phases.
@@ -80,6 +72,19 @@ pub struct Failure {
     pub kind: String,
     pub message: String,
     pub frames: Vec<Frame>,
+    /// Which of the plugin's limits stopped the test (`None`: it failed on its own).
+    #[serde(default)]
+    pub limit: Option<TestLimit>,
+}
+
+/// A per-test limit the plugin enforces (its `DeepdebugTimeout` / `DeepdebugCpuTimeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestLimit {
+    /// The wall-clock limit.
+    Wall,
+    /// The CPU-time limit.
+    Cpu,
 }
 
 /// A project function called while a line of the test function ran (value flow).
@@ -307,7 +312,7 @@ impl Pytest {
         let display = python.display().to_string();
         let probe = Job {
             program: python,
-            args: vec!["-c".into(), "import sys, pytest; print(sys.executable)".into()],
+            args: vec!["-c".into(), PROBE.into()],
             source: dir.unwrap_or(plugin_dir.path()),
             read_only: Vec::new(),
             writable: Vec::new(),
@@ -318,16 +323,14 @@ impl Pytest {
         };
         let out = match sandbox.run(&probe) {
             Ok(out) => out,
-            Err(err) if sandbox.is_container() && !err.to_string().contains("executable file not found") => {
+            Err(err) if sandbox.is_container() && !matches!(err, SandboxError::ProgramNotFound { .. }) => {
                 return Err(err.into())
             }
             Err(_) => return Err(PytestError::PythonMissing(display)),
         };
         match out.exit {
             Exit::Success => {}
-            Exit::Failure(_) if out.stderr.contains("No module named") => {
-                return Err(PytestError::PytestMissing { python: display })
-            }
+            Exit::Failure(PROBE_NO_PYTEST) => return Err(PytestError::PytestMissing { python: display }),
             _ => return Err(PytestError::PythonMissing(display)),
         }
         let chosen = PathBuf::from(out.stdout.lines().last().unwrap_or_default().trim());
@@ -417,11 +420,8 @@ impl Pytest {
         let mut env = session_env(self.plugin_dir.path(), spec.root, spec.coverage);
         env.extend([
             ("DEEPDEBUG_REPORT".into(), report.clone().into_os_string()),
-            (
-                "DEEPDEBUG_TEST_TIMEOUT".into(),
-                spec.per_test_timeout.map_or(0.0, |t| t.as_secs_f64()).to_string().into(),
-            ),
-            ("DEEPDEBUG_TEST_CPU".into(), spec.per_test_cpu.map_or(0.0, |t| t.as_secs_f64()).to_string().into()),
+            ("DEEPDEBUG_TEST_TIMEOUT".into(), limit_seconds(spec.per_test_timeout).to_string().into()),
+            ("DEEPDEBUG_TEST_CPU".into(), limit_seconds(spec.per_test_cpu).to_string().into()),
         ]);
         let job = Job {
             program: &self.python,
@@ -439,7 +439,7 @@ impl Pytest {
         };
         let out = match self.sandbox.run(&job) {
             Ok(out) => out,
-            Err(SandboxError::Io { action, source }) => return Err(PytestError::Io { action, source }),
+            Err(SandboxError::Io(e)) => return Err(PytestError::Io(e)),
             Err(err) => return Err(err.into()),
         };
         let mut session = Session::empty(out.exit, out.elapsed);
@@ -447,6 +447,18 @@ impl Pytest {
         session.absorb(&process::read_lossy(&report));
         Ok(session)
     }
+}
+
+/// Exit status of [`PROBE`] when the interpreter has no pytest.
+const PROBE_NO_PYTEST: i32 = 3;
+
+/// Checks an interpreter: prints its executable, or exits with [`PROBE_NO_PYTEST`].
+const PROBE: &str =
+    "import sys\ntry:\n    import pytest\nexcept ModuleNotFoundError:\n    sys.exit(3)\nprint(sys.executable)\n";
+
+/// A per-test limit as the plugin reads it, by either engine: seconds, `0` for none.
+pub(crate) fn limit_seconds(limit: Option<Duration>) -> f64 {
+    limit.map_or(0.0, |t| t.as_secs_f64())
 }
 
 /// `PYTHONPATH` with the plugin directory first.
@@ -632,6 +644,7 @@ mod tests {
             .unwrap();
         let spin = session.test("test_cpu.py::test_spin").unwrap();
         assert_eq!(spin.outcome, TestOutcome::Timeout, "{:?}", session.tests);
+        assert_eq!(spin.failure.as_ref().and_then(|f| f.limit), Some(TestLimit::Cpu), "{spin:?}");
         // Caught after about 0.1 s of CPU, long before the 5 s wall-clock limit.
         assert!(spin.duration < 2.0, "{}", spin.duration);
         // The limit counts the CPU of the whole test protocol (setup included); the call

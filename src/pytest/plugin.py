@@ -422,9 +422,11 @@ def pytest_runtest_makereport(item, call):
         elif rec["outcome"] not in ("failed", "error", "timeout"):
             rec["outcome"] = "failed" if call.when == "call" else "error"
         if rec["failure"] is None:
-            failure = {"when": call.when, "type": "", "message": "", "frames": []}
+            failure = {"when": call.when, "type": "", "message": "", "frames": [], "limit": None}
             if excinfo is not None:
                 failure["type"] = excinfo.typename
+                if timed_out:
+                    failure["limit"] = "cpu" if excinfo.errisinstance(DeepdebugCpuTimeout) else "wall"
                 failure["message"] = _safe_repr(excinfo.value) if timed_out else str(excinfo.value)[:2000]
                 failure["frames"] = _frames(excinfo.tb) if _FRAMES else []
             else:

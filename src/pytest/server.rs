@@ -1,10 +1,11 @@
 //! The fast validation engine: a persistent pytest fork server per scratch copy (local or in one container).
 
 use super::{PytestError, Session};
+use crate::io_error::io_err;
 use crate::process::{kill_group, read_lossy, Exit, Limits};
 use crate::sandbox::docker::{AttachedContainer, DockerSandbox};
 use crate::sandbox::Job;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
@@ -32,7 +33,7 @@ pub enum ServerMode {
 }
 
 /// Functions whose code a request replaces in place (qualified name, 1-based `def` line).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Swap {
     pub file: String,
     pub functions: Vec<(String, usize)>,
@@ -41,15 +42,20 @@ pub struct Swap {
     pub source: Option<(usize, String)>,
 }
 
-/// One test session to run in a forked child.
-#[derive(Debug, Clone)]
+/// One test session to run in a forked child, serialized as the server reads it. Limits as
+/// in [`super::RunSpec`]: `None` for none.
+#[derive(Debug, Clone, Serialize)]
 pub struct Request<'a> {
     /// `None` runs every collected test.
     pub nodeids: Option<&'a [String]>,
     pub exit_first: bool,
-    pub per_test_timeout: Duration,
-    /// Per-test CPU-time limit; zero for none.
-    pub per_test_cpu: Duration,
+    /// Per-test wall-clock limit.
+    #[serde(rename = "timeout", serialize_with = "limit")]
+    pub per_test_timeout: Option<Duration>,
+    /// Per-test CPU-time limit.
+    #[serde(rename = "cpu", serialize_with = "limit")]
+    pub per_test_cpu: Option<Duration>,
+    #[serde(rename = "deadline", serialize_with = "seconds")]
     pub session_timeout: Duration,
     pub swap: Option<Swap>,
     /// Failures carry their frames with locals (off when only outcomes matter).
@@ -60,7 +66,7 @@ pub struct Request<'a> {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 enum Reply {
     Ready {
-        mode: String,
+        mode: ReadyMode,
         tests: Vec<String>,
         why: String,
         /// The server can check for state left behind between the requests of a batch.
@@ -86,6 +92,16 @@ enum Reply {
         timed_out: bool,
         ran: bool,
     },
+}
+
+/// The mode a `ready` reply announces.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ReadyMode {
+    Warm,
+    Cold,
+    /// The server cannot run requests (no `os.fork`); its `why` says so.
+    Unavailable,
 }
 
 /// How long past a request's deadline the host waits before it stops the child itself (the
@@ -139,11 +155,6 @@ pub struct ForkServer {
     next_id: u64,
     /// Set when the server can no longer be used (its container was removed by the backstop).
     gone: Option<String>,
-}
-
-fn io_err(action: &str) -> impl FnOnce(std::io::Error) -> PytestError {
-    let action = action.to_string();
-    move |source| PytestError::Io { action, source }
 }
 
 impl ForkServer {
@@ -223,10 +234,10 @@ impl ForkServer {
         }
         match self.reply(timeout)? {
             Some(Reply::Ready { mode, tests, why, batch }) => {
-                self.mode = match mode.as_str() {
-                    "warm" => ServerMode::Warm,
-                    "cold" => ServerMode::Cold,
-                    _ => return Err(PytestError::ServerUnavailable(why)),
+                self.mode = match mode {
+                    ReadyMode::Warm => ServerMode::Warm,
+                    ReadyMode::Cold => ServerMode::Cold,
+                    ReadyMode::Unavailable => return Err(PytestError::ServerUnavailable(why)),
                 };
                 self.tests = tests;
                 self.why = why;
@@ -329,19 +340,20 @@ impl ForkServer {
     }
 }
 
+fn limit<S: Serializer>(limit: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(super::limit_seconds(*limit))
+}
+
+fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
 impl Request<'_> {
     /// The request as the server reads it (without its id), its report going to `report`.
     fn to_json(&self, report: &Path) -> serde_json::Value {
-        serde_json::json!({
-            "report": report,
-            "nodeids": self.nodeids,
-            "exit_first": self.exit_first,
-            "timeout": self.per_test_timeout.as_secs_f64(),
-            "cpu": self.per_test_cpu.as_secs_f64(),
-            "deadline": self.session_timeout.as_secs_f64(),
-            "frames": self.frames,
-            "swap": self.swap.as_ref().map(|s| serde_json::json!({"file": s.file, "functions": s.functions, "source": s.source})),
-        })
+        let mut message = serde_json::to_value(self).expect("a request serializes");
+        message["report"] = serde_json::json!(report);
+        message
     }
 }
 
@@ -526,8 +538,8 @@ mod tests {
         Request {
             nodeids,
             exit_first: false,
-            per_test_timeout: Duration::from_secs(2),
-            per_test_cpu: Duration::ZERO,
+            per_test_timeout: Some(Duration::from_secs(2)),
+            per_test_cpu: None,
             session_timeout: Duration::from_secs(20),
             swap,
             frames: true,
@@ -648,14 +660,14 @@ mod tests {
         std::fs::write(dir.path().join("calc.py"), MODULE.replace("while n > 0", "while n >= 0")).unwrap();
         let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
-        req.per_test_timeout = Duration::ZERO;
+        req.per_test_timeout = None;
         req.session_timeout = Duration::from_millis(700);
         let s = server.run(&req).unwrap();
         assert_eq!(s.exit, Exit::Timeout);
         // The per-test alarm inside the child also works.
         let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
-        req.per_test_timeout = Duration::from_millis(300);
+        req.per_test_timeout = Some(Duration::from_millis(300));
         let s = server.run(&req).unwrap();
         assert_eq!(s.tests[0].outcome, TestOutcome::Timeout);
         // And the whole suite still runs afterwards.
@@ -681,7 +693,7 @@ mod tests {
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
         let hang = vec!["test_hang.py::test_hang".to_string()];
         let mut req = request(Some(&hang), None);
-        req.per_test_timeout = Duration::ZERO;
+        req.per_test_timeout = None;
         req.session_timeout = Duration::from_millis(1500);
         let start = Instant::now();
         let s = server.run(&req).unwrap();
@@ -816,7 +828,7 @@ mod tests {
         let frozen = name(&server);
         let slow = vec!["test_calc.py::test_slow".to_string()];
         let mut req = request(Some(&slow), None);
-        req.per_test_timeout = Duration::ZERO;
+        req.per_test_timeout = None;
         req.session_timeout = Duration::from_secs(1);
         let start = Instant::now();
         let s = std::thread::scope(|scope| {

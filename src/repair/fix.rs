@@ -267,12 +267,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     warnings.extend(sandbox_warning);
     // The validation engines start now: their fork servers import pytest and collect the
     // suite while the baseline runs, and the whole search reuses them.
-    let pool = match options.engine {
-        EngineChoice::Batch | EngineChoice::Fork => {
-            lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs)?
-        }
-        EngineChoice::Subprocess => lab::Pool::default(),
-    };
+    let pool = lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs, options.engine)?;
     on_event(FixEvent::BaselineStarted);
     let baseline = run_baseline(options, &pytest, &project, start + options.timeout)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);

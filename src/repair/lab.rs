@@ -302,12 +302,22 @@ pub fn scratch_copy(root: &Path, prefix: &str) -> Result<tempfile::TempDir, LabE
 }
 
 impl Pool {
-    /// `jobs` scratch copies of `root`, each with a fork server started but not waited for.
+    /// `jobs` scratch copies of `root`, each with a fork server started but not waited for,
+    /// when `engine` uses fork servers (none for `Subprocess`: the workers make their copies).
     /// A server that cannot even be started is tried again (and reported) on first use.
     ///
     /// # Errors
     /// When a scratch copy cannot be made.
-    pub fn start(pytest: &Pytest, root: &Path, selectors: &[String], jobs: usize) -> Result<Pool, LabError> {
+    pub fn start(
+        pytest: &Pytest,
+        root: &Path,
+        selectors: &[String],
+        jobs: usize,
+        engine: EngineChoice,
+    ) -> Result<Pool, LabError> {
+        if engine == EngineChoice::Subprocess {
+            return Ok(Pool::default());
+        }
         let mut slots = Vec::new();
         for _ in 0..jobs.max(1) {
             let scratch = scratch_copy(root, "deepdebug-scratch-")?;
@@ -417,26 +427,42 @@ pub fn run_feed(
         first_error: Mutex::new(None),
         recheck: Mutex::new(VecDeque::new()),
     };
-    let slots = pool.take(config.jobs.max(1), config.root)?;
-    let slots: Vec<Slot> = std::thread::scope(|scope| {
-        let workers: Vec<_> = slots
-            .into_iter()
-            .map(|slot| {
-                let shared = &shared;
-                scope.spawn(move || {
-                    let mut worker = Worker::from_slot(pytest, config, slot, on_event);
-                    shared.work(&mut worker, config, on_event);
-                    worker.into_slot()
-                })
-            })
-            .collect();
-        workers.into_iter().filter_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    pool.slots.lock().expect("pool lock").extend(slots);
+    with_workers(pool, pytest, config, config.jobs, on_event, &|worker| shared.work(worker, config, on_event))?;
     if let Some(err) = shared.first_error.into_inner().expect("error lock") {
         return Err(err);
     }
     Ok(shared.results.into_inner().expect("results lock"))
+}
+
+/// Run `work` on `jobs` workers from `pool` (scratch copies made for any it lacks), one
+/// thread each, and give their scratch copies and engines back to the pool.
+///
+/// # Errors
+/// When a scratch copy cannot be made.
+pub fn with_workers(
+    pool: &Pool,
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    jobs: usize,
+    on_event: &(dyn Fn(LabEvent) + Sync),
+    work: &(dyn Fn(&mut Worker<'_>) + Sync),
+) -> Result<(), LabError> {
+    let slots = pool.take(jobs.max(1), config.root)?;
+    let slots: Vec<Slot> = std::thread::scope(|scope| {
+        let workers: Vec<_> = slots
+            .into_iter()
+            .map(|slot| {
+                scope.spawn(move || {
+                    let mut worker = Worker::from_slot(pytest, config, slot, on_event);
+                    work(&mut worker);
+                    worker.into_slot()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    pool.slots.lock().expect("pool lock").extend(slots);
+    Ok(())
 }
 
 /// A worker takes a waiting lenient recheck after this many candidates.
@@ -625,8 +651,8 @@ pub struct Worker<'a> {
     pytest: &'a Pytest,
     config: &'a LabConfig<'a>,
     root: PathBuf,
-    /// The scratch copy, when the worker came from a [`Pool`] slot.
-    scratch: Option<tempfile::TempDir>,
+    /// The scratch copy (from a [`Pool`] slot), `root`.
+    scratch: tempfile::TempDir,
     engine: Engine,
     on_event: &'a (dyn Fn(LabEvent) + Sync),
     /// [`LabConfig::affected_tests`] by file and focus: many candidates edit the same function,
@@ -637,27 +663,6 @@ pub struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    /// A worker rooted at `root`, a scratch copy of the project; starts the fork server when
-    /// `config.engine` asks for it (falling back to subprocess runs, reported as a note).
-    pub fn new(
-        pytest: &'a Pytest,
-        config: &'a LabConfig<'a>,
-        root: &Path,
-        on_event: &'a (dyn Fn(LabEvent) + Sync),
-    ) -> Worker<'a> {
-        let engine = Worker::ready_engine(pytest, config, root, None, on_event);
-        Worker {
-            pytest,
-            config,
-            root: root.to_path_buf(),
-            scratch: None,
-            engine,
-            on_event,
-            affected: HashMap::new(),
-            batch_cost: None,
-        }
-    }
-
     /// A worker on a pool slot: its engine is waited for (or started) now.
     fn from_slot(
         pytest: &'a Pytest,
@@ -671,7 +676,7 @@ impl<'a> Worker<'a> {
             pytest,
             config,
             root,
-            scratch: Some(slot.scratch),
+            scratch: slot.scratch,
             engine,
             on_event,
             affected: HashMap::new(),
@@ -679,10 +684,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The slot to give back to the pool (`None` for a worker not made from one).
-    fn into_slot(self) -> Option<Slot> {
-        let engine = self.engine;
-        self.scratch.map(|scratch| Slot { scratch, engine: Some(engine) })
+    /// The slot to give back to the pool.
+    fn into_slot(self) -> Slot {
+        Slot { scratch: self.scratch, engine: Some(self.engine) }
     }
 
     /// The engine `config` asks for, ready to validate: `engine` (a pooled one, maybe still
@@ -739,7 +743,9 @@ impl<'a> Worker<'a> {
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| swap_of(file, f, text));
         let cpu = self.config.timeouts.per_test_cpu;
-        let session = self.session(Some(tests), tests.len(), swap.as_ref(), false, cpu, true);
+        let request =
+            Request { exit_first: false, frames: true, ..self.request(Some(tests), tests.len(), swap.as_ref(), cpu) };
+        let session = self.session(&request);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         session
     }
@@ -769,28 +775,33 @@ impl<'a> Worker<'a> {
         Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed() }, cpu_limited))
     }
 
-    fn session(
-        &mut self,
-        selectors: Option<&[String]>,
-        tests: usize,
+    /// A session of `tests` (`None`: the whole selection, `count` tests) under the run's
+    /// limits and `cpu`, until the deadline at the latest: stopping at the first failure,
+    /// without frames (struct update syntax changes that).
+    fn request<'r>(
+        &self,
+        tests: Option<&'r [String]>,
+        count: usize,
         swap: Option<&Swap>,
-        exit_first: bool,
-        per_test_cpu: Duration,
-        frames: bool,
-    ) -> Result<Session, LabError> {
+        cpu: Duration,
+    ) -> Request<'r> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
-        let session_timeout = self.config.timeouts.session(tests).min(remaining.max(Duration::from_secs(1)));
+        Request {
+            nodeids: tests,
+            exit_first: true,
+            per_test_timeout: Some(self.config.timeouts.per_test),
+            per_test_cpu: Some(cpu),
+            session_timeout: self.config.timeouts.session(count).min(remaining.max(Duration::from_secs(1))),
+            swap: swap.cloned(),
+            frames: false,
+        }
+    }
+
+    /// Run `request` on the worker's fork server, or as one pytest process in the scratch copy
+    /// (which holds the patched file) without a server or once it failed.
+    fn session(&mut self, request: &Request<'_>) -> Result<Session, LabError> {
         if let Engine::Fork(server) = &mut self.engine {
-            let request = Request {
-                nodeids: selectors,
-                exit_first,
-                per_test_timeout: self.config.timeouts.per_test,
-                per_test_cpu,
-                session_timeout,
-                swap: swap.cloned(),
-                frames,
-            };
-            match server.run(&request) {
+            match server.run(request) {
                 Ok(session) => return Ok(session),
                 Err(err) => {
                     (self.on_event)(LabEvent::Note(format!("{err}; {}", fallback(self.pytest))));
@@ -800,12 +811,12 @@ impl<'a> Worker<'a> {
         }
         let spec = RunSpec {
             root: &self.root,
-            selectors: selectors.unwrap_or(self.config.selectors),
+            selectors: request.nodeids.unwrap_or(self.config.selectors),
             coverage: false,
-            per_test_timeout: Some(self.config.timeouts.per_test),
-            per_test_cpu: Some(per_test_cpu),
-            session_timeout,
-            exit_first,
+            per_test_timeout: request.per_test_timeout,
+            per_test_cpu: request.per_test_cpu,
+            session_timeout: request.session_timeout,
+            exit_first: request.exit_first,
         };
         Ok(self.pytest.run(&spec)?)
     }
@@ -820,12 +831,12 @@ impl<'a> Worker<'a> {
     ) -> Result<(CandidateOutcome, bool), LabError> {
         let config = self.config;
         let (tests, failing_only) = self.first_tests(affected);
-        let first = self.session(Some(&tests), tests.len(), swap, true, cpu, false)?;
+        let first = self.session(&self.request(Some(&tests), tests.len(), swap, cpu))?;
         match self.first_verdict(&first, &tests, failing_only) {
             Some(outcome) => Ok((outcome, self.cpu_limited_failing(&first))),
             None => {
                 let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
-                let full = self.session(None, config.total_tests, swap, true, cpu, false)?;
+                let full = self.session(&self.request(None, config.total_tests, swap, cpu))?;
                 Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
             }
         }
@@ -862,7 +873,7 @@ impl<'a> Worker<'a> {
         session.tests.iter().any(|t| {
             t.outcome == crate::pytest::TestOutcome::Timeout
                 && self.config.failing.contains(&t.nodeid)
-                && t.failure.as_ref().is_some_and(|f| f.kind == CPU_TIMEOUT)
+                && t.failure.as_ref().is_some_and(|f| f.limit == Some(crate::pytest::TestLimit::Cpu))
         })
     }
 
@@ -894,7 +905,7 @@ impl<'a> Worker<'a> {
         let ran: BTreeSet<&str> = session.tests.iter().map(|t| t.nodeid.as_str()).collect();
         let missing = expected.iter().any(|id| !ran.contains(id.as_str()));
         if missing || session.exit_status.is_none() {
-            let reason = format!("pytest stopped early: {}", last_line(&session.output_tail));
+            let reason = format!("pytest stopped early: {}", crate::text::last_line(&session.output_tail));
             return Some(CandidateOutcome::Unviable { reason });
         }
         None
@@ -919,11 +930,4 @@ fn fallback(pytest: &Pytest) -> &'static str {
     } else {
         "using one pytest process per candidate"
     }
-}
-
-/// Exception type the plugin raises in a test past its CPU-time limit.
-const CPU_TIMEOUT: &str = "DeepdebugCpuTimeout";
-
-fn last_line(text: &str) -> String {
-    crate::text::last_line(text).to_string()
 }

@@ -1,6 +1,7 @@
 //! `sandbox check`: the isolation self-test (network, memory, pids, hangs, leftovers, privileges).
 
-use super::{io_err, Job, Sandbox, SandboxError};
+use super::{Job, Sandbox, SandboxError};
+use crate::io_error::io_err;
 use crate::process::{Exit, Limits, Output};
 use std::path::Path;
 use std::time::{Duration, Instant};

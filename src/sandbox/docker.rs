@@ -1,6 +1,7 @@
 //! The Docker backend: locked-down containers through bollard (one per command, or attached and long-lived).
 
-use super::{io_err, DockerConfig, Job, SandboxError};
+use super::{DockerConfig, Job, SandboxError};
+use crate::io_error::io_err;
 use crate::process::{Exit, Output};
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -45,7 +46,15 @@ pub struct DockerSandbox {
 }
 
 fn docker_err(action: &str) -> impl FnOnce(bollard::errors::Error) -> SandboxError + '_ {
-    move |e| SandboxError::Docker { action: action.to_string(), message: e.to_string() }
+    move |e| {
+        let (action, message) = (action.to_string(), e.to_string());
+        // The API says so only in its message text.
+        if message.contains("executable file not found") {
+            SandboxError::ProgramNotFound { action, message }
+        } else {
+            SandboxError::Docker { action, message }
+        }
+    }
 }
 
 impl DockerSandbox {
@@ -208,8 +217,7 @@ impl DockerSandbox {
         for dir in &job.writable {
             // The whole tree: a writable source is a scratch copy whose files tests may rewrite.
             for entry in walkdir::WalkDir::new(dir).follow_links(false) {
-                let entry = entry
-                    .map_err(|e| SandboxError::Io { action: format!("walk {}", dir.display()), source: e.into() })?;
+                let entry = entry.map_err(|e| io_err(format!("walk {}", dir.display()))(e.into()))?;
                 std::os::unix::fs::lchown(entry.path(), Some(self.user.0), Some(self.user.1))
                     .map_err(io_err(format!("hand {} to the sandbox user", entry.path().display())))?;
             }

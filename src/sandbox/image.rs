@@ -1,7 +1,8 @@
 //! `sandbox build`: a Python+pytest image without a registry (debootstrap rootfs imported via the Engine API).
 
 use super::docker::{DockerSandbox, IMAGE_PYTHON, IMAGE_USER};
-use super::{io_err, DockerConfig, Job, SandboxError};
+use super::{DockerConfig, Job, SandboxError};
+use crate::io_error::io_err;
 use crate::process::{self, Limits};
 use bollard::query_parameters::CreateImageOptions;
 use futures_util::StreamExt;
@@ -123,7 +124,7 @@ fn finish_rootfs(rootfs: &Path) -> Result<(), SandboxError> {
         }
         let mut file =
             std::fs::OpenOptions::new().append(true).create(true).open(&path).map_err(io_err(format!("open {rel}")))?;
-        writeln!(file, "{line}").map_err(io_err(format!("write {rel}")))
+        Ok(writeln!(file, "{line}").map_err(io_err(format!("write {rel}")))?)
     };
     append("etc/passwd", &format!("runner:x:{IMAGE_USER}:{IMAGE_USER}:deepdebug runner:/tmp:/usr/sbin/nologin"))?;
     append("etc/group", &format!("runner:x:{IMAGE_USER}:"))?;

@@ -6,6 +6,7 @@ pub mod docker;
 pub mod image;
 pub mod local;
 
+use crate::io_error::io_err;
 use crate::process::{Limits, Output};
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -60,19 +61,13 @@ pub enum SandboxError {
     ImageMissing(String),
     #[error("Docker request failed while trying to {action}: {message}")]
     Docker { action: String, message: String },
-    #[error("failed to {action}: {source}")]
-    Io {
-        action: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The container runtime found no such program (Docker's `executable file not found`).
+    #[error("Docker request failed while trying to {action}: {message}")]
+    ProgramNotFound { action: String, message: String },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::IoError),
     #[error("building the image failed: {0}")]
     Build(String),
-}
-
-pub(crate) fn io_err(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
-    let action = action.into();
-    move |source| SandboxError::Io { action, source }
 }
 
 /// Settings of the Docker backend.
@@ -254,8 +249,8 @@ impl Sandbox {
                 });
             }
         }
-        crate::process::run(&mut cmd, job.timeout, job.limits, job.capture_dir)
-            .map_err(io_err(format!("start {}", job.program.display())))
+        Ok(crate::process::run(&mut cmd, job.timeout, job.limits, job.capture_dir)
+            .map_err(io_err(format!("start {}", job.program.display())))?)
     }
 
     /// A fresh cgroup with the pids and memory limits for one local process tree, where the

@@ -34,3 +34,18 @@ pub fn fails_with(args: &[&str], message: &str) {
     assert!(!out.status.success(), "{args:?} succeeded");
     assert!(stderr.contains(message), "{args:?}: expected {message:?} in {stderr}");
 }
+
+/// A command for the binary, to add arguments to.
+pub fn deepdebug() -> Command {
+    Command::new(BIN)
+}
+
+/// A finished run's stdout, lossily decoded.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A finished run's stderr, lossily decoded.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

@@ -2,6 +2,7 @@
 
 use super::timeline::{Event, Exit, Output, Timeline};
 use crate::debugger::record::RecordError;
+use crate::io_error::io_err;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -54,14 +55,10 @@ enum Line {
 /// # Errors
 /// When the program file is missing or Python cannot be started.
 pub fn record_script(spec: &ScriptSpec) -> Result<Timeline, RecordError> {
-    let io = |action: &str| {
-        let action = action.to_string();
-        move |source| RecordError::Io { action, source }
-    };
-    let program = std::fs::canonicalize(&spec.program).map_err(io(&format!("find {}", spec.program.display())))?;
-    let dir = tempfile::tempdir().map_err(io("create a temporary directory"))?;
+    let program = std::fs::canonicalize(&spec.program).map_err(io_err(format!("find {}", spec.program.display())))?;
+    let dir = tempfile::tempdir().map_err(io_err("create a temporary directory"))?;
     let recorder = dir.path().join("deepdebug_script.py");
-    std::fs::write(&recorder, RECORDER).map_err(io("write the recorder"))?;
+    std::fs::write(&recorder, RECORDER).map_err(io_err("write the recorder"))?;
     let out_path = dir.path().join("run.jsonl");
     let config = serde_json::json!({
         "program": program, "args": spec.args, "cwd": spec.cwd, "out_path": out_path,
@@ -69,7 +66,7 @@ pub fn record_script(spec: &ScriptSpec) -> Result<Timeline, RecordError> {
         "timeout_s": spec.timeout.as_secs_f64(), "max_repr": 300, "max_items": 50,
     });
     let config_path = dir.path().join("config.json");
-    std::fs::write(&config_path, config.to_string()).map_err(io("write the recorder's configuration"))?;
+    std::fs::write(&config_path, config.to_string()).map_err(io_err("write the recorder's configuration"))?;
     let mut command = Command::new(&spec.python);
     command.arg(&recorder).arg(&config_path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     // SAFETY: setsid is async-signal-safe.
@@ -80,10 +77,10 @@ pub fn record_script(spec: &ScriptSpec) -> Result<Timeline, RecordError> {
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(io(&format!("start {}", spec.python.display())))?;
+    let mut child = command.spawn().map_err(io_err(format!("start {}", spec.python.display())))?;
     let deadline = Instant::now() + spec.timeout + Duration::from_secs(5);
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(io("wait for python"))? {
+        if let Some(status) = child.try_wait().map_err(io_err("wait for python"))? {
             break Some(status);
         }
         if Instant::now() >= deadline {

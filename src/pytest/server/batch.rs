@@ -147,8 +147,8 @@ mod tests {
         Request {
             nodeids: Some(nodeids),
             exit_first: true,
-            per_test_timeout: Duration::from_secs(5),
-            per_test_cpu: Duration::ZERO,
+            per_test_timeout: Some(Duration::from_secs(5)),
+            per_test_cpu: None,
             session_timeout: Duration::from_secs(20),
             swap: Some(swap),
             frames: false,

@@ -4,7 +4,7 @@ use super::{fallback, swap_of, Engine, EngineChoice, LabError, LabEvent, Validat
 use crate::pytest::server::{BatchItem, Request, ServerMode, Swap};
 use crate::repair::candidate::Candidate;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Most candidates a worker draws at once for one batch.
 pub const BATCH_SIZE: usize = 32;
@@ -97,15 +97,7 @@ impl Worker<'_> {
         let requests: Vec<Request<'_>> = indices
             .iter()
             .filter_map(|&i| planned[i].as_ref())
-            .map(|p| Request {
-                nodeids: Some(&p.tests),
-                exit_first: true,
-                per_test_timeout: self.config.timeouts.per_test,
-                per_test_cpu: cpu,
-                session_timeout: self.config.timeouts.session(p.tests.len()).min(remaining.max(Duration::from_secs(1))),
-                swap: Some(p.swap.clone()),
-                frames: false,
-            })
+            .map(|p| self.request(Some(&p.tests), p.tests.len(), Some(&p.swap), cpu))
             .collect();
         let Engine::Fork(server) = &mut self.engine else { return Ok(()) };
         let started = Instant::now();
