@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--until", choices=["newline", "eos"], default="newline",
+                    help="where a row ends besides --max-tokens (eos: fixed-length rows in practice)")
     args = ap.parse_args()
 
     L.llama_backend_init()
@@ -113,7 +115,7 @@ def main() -> None:
             generated += 1
             text = piece(vocab, tok)
             texts[r] += text
-            if "\n" in text or step + 1 == args.max_tokens:
+            if (args.until == "newline" and "\n" in text) or step + 1 == args.max_tokens:
                 del live[r]
                 continue
             items.append((tok, len(prompt) + step, r, True))

@@ -93,6 +93,59 @@ struct Row {
     complete: bool,
 }
 
+/// Rows stepped together by one model: a batch's rows are split into as many groups as
+/// rayon has threads, each group a batch of its own on a clone of the prefix's cache, so a
+/// step runs the groups side by side and one group's serial parts (norms, rotary, cache
+/// appends, sampling's log-softmax) overlap another's matmuls. A row's values do not depend on
+/// the batch it is in, so the split changes no draw.
+struct Group {
+    model: Llama,
+    /// The group's rows still running, in batch order (finished rows leave it and its cache).
+    batch: Vec<usize>,
+}
+
+/// Rows per group at least (a one-row batch would copy the whole prefix's cache each step).
+const MIN_GROUP: usize = 4;
+
+impl Group {
+    fn split(model: &Llama, n: usize) -> Vec<Group> {
+        let groups = rayon::current_num_threads().min(n / MIN_GROUP).max(1);
+        let size = n.div_ceil(groups);
+        (0..n)
+            .collect::<Vec<_>>()
+            .chunks(size)
+            .map(|rows| Group { model: model.clone(), batch: rows.to_vec() })
+            .collect()
+    }
+
+    /// Drop the rows that finished at `step` from the batch and (after the first step, when
+    /// the cache has a row per sample) from the cache.
+    fn drop_finished(&mut self, rows: &[Row], step: usize) -> Result<(), ModelError> {
+        let keep: Vec<u32> = (0..self.batch.len()).filter(|&i| !rows[self.batch[i]].done).map(|i| i as u32).collect();
+        if keep.len() == self.batch.len() {
+            return Ok(());
+        }
+        if step > 0 && !keep.is_empty() {
+            self.model.retain_rows(&keep)?;
+        }
+        self.batch = keep.iter().map(|&i| self.batch[i as usize]).collect();
+        Ok(())
+    }
+
+    /// Feed each row of the group its token `next[row]`: the log-probabilities of the next
+    /// token, row after row (empty for an empty group).
+    fn forward(&mut self, next: &[u32], pos: usize, device: &candle_core::Device) -> Result<Vec<f32>, ModelError> {
+        if self.batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let x = Tensor::from_vec(self.batch.iter().map(|&r| next[r]).collect(), (self.batch.len(), 1), device)?;
+        let mut out = self.model.forward(&x, pos)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let vocab = out.len() / self.batch.len();
+        log_softmax_rows(&mut out, vocab);
+        Ok(out)
+    }
+}
+
 impl SmolLm {
     /// Run `text` from an empty cache.
     ///
@@ -175,30 +228,26 @@ impl SmolLm {
         let vocab = first.len();
         log_softmax_rows(&mut first, vocab);
         let mut logits: Vec<Vec<f32>> = vec![first; n];
-        let mut model = prefix.model.clone();
-        // The rows in the batch, in batch order: finished rows leave it (and their cache).
-        let mut batch: Vec<usize> = (0..n).collect();
+        let mut groups = Group::split(&prefix.model, n);
         for step in 0..options.max_tokens {
             if stop() {
                 break;
             }
             let next = self.sample_step(&mut rows, &mut processors, &logits, options.until)?;
-            let live: Vec<usize> = batch.iter().copied().filter(|&r| !rows[r].done).collect();
-            if live.is_empty() || step + 1 == options.max_tokens {
+            for group in &mut groups {
+                group.drop_finished(&rows, step)?;
+            }
+            if groups.iter().all(|g| g.batch.is_empty()) || step + 1 == options.max_tokens {
                 break;
             }
-            if step > 0 && live.len() < batch.len() {
-                let keep: Vec<u32> = (0..batch.len()).filter(|&i| !rows[batch[i]].done).map(|i| i as u32).collect();
-                model.retain_rows(&keep)?;
-            }
-            batch = live;
-            let x = Tensor::from_vec(batch.iter().map(|&r| next[r]).collect(), (batch.len(), 1), &self.device)?;
-            let mut out =
-                model.forward(&x, prefix.pos + step)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-            let vocab = out.len() / batch.len();
-            log_softmax_rows(&mut out, vocab);
-            for (&r, row) in batch.iter().zip(out.chunks_exact(vocab)) {
-                logits[r].copy_from_slice(row);
+            let outs: Vec<Vec<f32>> = groups
+                .par_iter_mut()
+                .map(|g| g.forward(&next, prefix.pos + step, &self.device))
+                .collect::<Result<_, _>>()?;
+            for (group, out) in groups.iter().zip(&outs) {
+                for (&r, row) in group.batch.iter().zip(out.chunks_exact(vocab)) {
+                    logits[r].copy_from_slice(row);
+                }
             }
         }
         rows.into_iter().map(|row| self.finish_row(row, options.until)).collect()
