@@ -57,24 +57,35 @@ impl<'de> Deserialize<'de> for Duration {
     }
 }
 
+/// Why a text is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("invalid duration `{0}` (try 60s, 2m)")]
+    Invalid(String),
+    #[error("unknown duration unit `{0}` (use ms, s, m or h)")]
+    Unit(String),
+    #[error("duration `{0}` must be positive")]
+    NotPositive(String),
+}
+
 /// Parse `60s`, `2m`, `1h`, `500ms` or a bare number of seconds.
 ///
 /// # Errors
-/// A message naming the text when it is not a positive duration.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+/// [`DurationError`] naming the text when it is not a positive duration.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration `{text}` (try 60s, 2m)"))?;
+    let value: f64 = number.parse().map_err(|_| DurationError::Invalid(text.to_string()))?;
     let seconds = match unit.trim() {
         "" | "s" | "sec" | "secs" => value,
         "ms" => value / 1000.0,
         "m" | "min" | "mins" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("unknown duration unit `{other}` (use ms, s, m or h)")),
+        other => return Err(DurationError::Unit(other.to_string())),
     };
     if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(format!("duration `{text}` must be positive"));
+        return Err(DurationError::NotPositive(text.to_string()));
     }
     Ok(std::time::Duration::from_secs_f64(seconds))
 }

@@ -6,7 +6,7 @@ use common::project;
 
 use deepdebug::process::{Exit, Limits};
 use deepdebug::pytest::server::{Request, ServerMode, Swap};
-use deepdebug::pytest::{Pytest, RunSpec, TestOutcome};
+use deepdebug::pytest::{Pytest, RunSpec, TestOutcome, TestRun};
 use deepdebug::sandbox::check::{self_test, Verdict};
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Job, Sandbox, SandboxKind};
@@ -209,15 +209,9 @@ def test_no_strays():
 "#;
 
 fn server_request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_> {
-    Request {
-        nodeids,
-        exit_first: false,
-        per_test_timeout: Some(Duration::from_secs(10)),
-        per_test_cpu: None,
-        session_timeout: Duration::from_secs(60),
-        swap,
-        frames: true,
-    }
+    let run =
+        TestRun { per_test_timeout: Some(Duration::from_secs(10)), ..TestRun::new(nodeids, Duration::from_secs(60)) };
+    Request { run, swap, frames: true }
 }
 
 #[test]
@@ -274,8 +268,8 @@ fn fork_server_in_docker_answers_warm_requests_kills_hangs_and_leaves_nothing_be
     let strays = vec!["test_calc.py::test_no_strays".to_string()];
     for (tests, swap) in [(&spin, spin_swap), (&orphan_hangs, None)] {
         let mut req = server_request(Some(tests), swap);
-        req.per_test_timeout = None;
-        req.session_timeout = Duration::from_millis(1000);
+        req.run.per_test_timeout = None;
+        req.run.session_timeout = Duration::from_millis(1000);
         let start = Instant::now();
         let s = server.run(&req).unwrap();
         assert_eq!(s.exit, Exit::Timeout, "{tests:?}");
@@ -419,15 +413,7 @@ fn fork_server_runs_inside_bubblewrap_without_network() {
     let dir = project(&[("calc.py", CALC), ("test_calc.py", CALC_TESTS)]);
     let pytest = Pytest::with_sandbox(Path::new("python3"), sandbox).unwrap();
     let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(60)).unwrap();
-    let request = Request {
-        nodeids: None,
-        exit_first: false,
-        per_test_timeout: Some(Duration::from_secs(10)),
-        per_test_cpu: None,
-        session_timeout: Duration::from_secs(60),
-        swap: None,
-        frames: true,
-    };
+    let request = server_request(None, None);
     let session = server.run(&request).unwrap();
     let outcome = |id: &str| session.test(id).map(|t| t.outcome);
     assert_eq!(outcome("test_calc.py::test_double"), Some(TestOutcome::Passed));

@@ -44,8 +44,8 @@ pub fn next_state_examples(text: &str) -> Result<Vec<Example>, GrammarError> {
 ///
 /// # Errors
 /// When the text is not a trajectory in the grammar (the message says why).
-pub fn trajectory_examples(text: &str) -> Result<Vec<Example>, String> {
-    next_state_examples(text).map_err(|e| e.to_string())
+pub fn trajectory_examples(text: &str) -> Result<Vec<Example>, crate::model::data::RowError> {
+    next_state_examples(text).map_err(|e| crate::model::data::RowError::Trajectory(Box::new(e)))
 }
 
 /// The longest suffix of `text` within `budget` tokens.

@@ -53,23 +53,37 @@ pub fn without_context(example: &Example) -> Example {
     Example { source, target: example.target.clone() }
 }
 
+/// Why a JSONL row gives no examples.
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("row has neither source/target nor before/after")]
+    NoPair,
+    #[error("a next-state row needs source/target or a trajectory text")]
+    NoTrajectory,
+    /// The trajectory text does not parse (the debugger's grammar error).
+    #[error(transparent)]
+    Trajectory(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Parse one JSONL line. `{source, target}` rows are used as they are; mined rows become
 /// buggy→fixed pairs for [`Task::Patch`] and fixed→buggy pairs for [`Task::BugCreate`].
 ///
 /// # Errors
 /// On malformed JSON or rows with neither form.
-pub fn parse_row(line: &str, task: Task) -> Result<Example, String> {
-    let row: Row = serde_json::from_str(line).map_err(|e| e.to_string())?;
+pub fn parse_row(line: &str, task: Task) -> Result<Example, RowError> {
+    let row: Row = serde_json::from_str(line)?;
     if let (Some(source), Some(target)) = (row.source, row.target) {
         return Ok(Example { source, target });
     }
     let (Some(before), Some(after)) = (row.before, row.after) else {
-        return Err("row has neither source/target nor before/after".into());
+        return Err(RowError::NoPair);
     };
     let (input, output) = match task {
         Task::Patch => (before, after),
         Task::BugCreate => (after, before),
-        Task::NextState => return Err("a next-state row needs source/target or a trajectory text".into()),
+        Task::NextState => return Err(RowError::NoTrajectory),
     };
     Ok(Example { source: focal_source(&input, row.context.as_deref()), target: output.trim_end().to_string() + "\n" })
 }
@@ -77,16 +91,16 @@ pub fn parse_row(line: &str, task: Task) -> Result<Example, String> {
 /// Turns a `trace-dataset` trajectory (a row's `text`) into [`Task::NextState`] examples. The
 /// model does not know the trajectory grammar: callers pass the debugger's
 /// (`debugger::neural::trajectory_examples`).
-pub type Trajectories = fn(&str) -> Result<Vec<Example>, String>;
+pub type Trajectories = fn(&str) -> Result<Vec<Example>, RowError>;
 
 /// Parse one JSONL line into its examples: one for a pair row, and for [`Task::NextState`]
 /// one per step of a `trace-dataset` trajectory (expanded by `trajectories`).
 ///
 /// # Errors
 /// On malformed JSON, rows of no known form, or a trajectory that does not parse.
-pub fn parse_rows(line: &str, task: Task, trajectories: Trajectories) -> Result<Vec<Example>, String> {
+pub fn parse_rows(line: &str, task: Task, trajectories: Trajectories) -> Result<Vec<Example>, RowError> {
     if task == Task::NextState {
-        let row: Row = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let row: Row = serde_json::from_str(line)?;
         if let (None, Some(text)) = (&row.target, &row.text) {
             return trajectories(text);
         }

@@ -330,10 +330,10 @@ impl PipelineConfig {
     }
 
     pub(crate) fn package_timeout(&self) -> Result<Duration, PipelineError> {
-        crate::settings::parse_duration(&self.inject.timeout).map_err(PipelineError::Config)
+        crate::settings::parse_duration(&self.inject.timeout).map_err(|e| PipelineError::Config(e.to_string()))
     }
 
     pub(crate) fn test_timeout(&self) -> Result<Duration, PipelineError> {
-        crate::settings::parse_duration(&self.evaluate.test_timeout).map_err(PipelineError::Config)
+        crate::settings::parse_duration(&self.evaluate.test_timeout).map_err(|e| PipelineError::Config(e.to_string()))
     }
 }

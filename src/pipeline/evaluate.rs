@@ -6,7 +6,7 @@ use super::{Manifest, PipelineError, PipelineEvent, Stage};
 use crate::inject::BugRow;
 use crate::model::{self, Patcher, SampleOptions, Task};
 use crate::process::Exit;
-use crate::pytest::{Pytest, RunSpec, Session};
+use crate::pytest::{Pytest, RunSpec, Session, TestRun};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
@@ -161,15 +161,12 @@ fn run_tests(
     selectors: &[String],
     exit_first: bool,
 ) -> Result<Session, PipelineError> {
-    let spec = RunSpec {
-        root,
-        selectors,
-        coverage: false,
-        per_test_timeout: Some(timeout),
-        per_test_cpu: None,
-        session_timeout: timeout * 4 + Duration::from_secs(30),
+    let run = TestRun {
         exit_first,
+        per_test_timeout: Some(timeout),
+        ..TestRun::new(Some(selectors), timeout * 4 + Duration::from_secs(30))
     };
+    let spec = RunSpec { root, coverage: false, run };
     Ok(pytest.run(&spec)?)
 }
 

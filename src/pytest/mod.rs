@@ -5,7 +5,7 @@ pub mod server;
 use crate::io_error::io_err;
 use crate::process::{self, Exit, Limits};
 use crate::sandbox::{Job, Sandbox, SandboxError};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -211,23 +211,57 @@ impl Session {
     }
 }
 
-/// What to run and how.
-#[derive(Debug, Clone)]
-pub struct RunSpec<'a> {
-    /// Project directory (pytest's working directory and coverage root).
-    pub root: &'a Path,
-    /// Node ids or paths to pass to pytest; empty runs the whole suite.
-    pub selectors: &'a [String],
-    pub coverage: bool,
+/// One test session: which tests, and under which limits. Both engines run it, a pytest
+/// process through [`RunSpec`] and a fork server's child through [`server::Request`] (which
+/// serializes it as the server reads it); "no limit" is `None` in both.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TestRun<'a> {
+    /// Node ids or paths to pass to pytest; `None` runs the whole suite (every test a fork
+    /// server collected), as does an empty list in a pytest process.
+    #[serde(rename = "nodeids")]
+    pub tests: Option<&'a [String]>,
+    /// Stop at the first failure (`-x`).
+    pub exit_first: bool,
     /// Per-test wall-clock limit enforced inside pytest.
+    #[serde(rename = "timeout", serialize_with = "serialize_limit")]
     pub per_test_timeout: Option<Duration>,
     /// Per-test CPU-time limit enforced inside pytest (busy loops are caught after this much
     /// CPU, whatever the machine's load).
+    #[serde(rename = "cpu", serialize_with = "serialize_limit")]
     pub per_test_cpu: Option<Duration>,
-    /// Limit for the whole process group.
+    /// Limit for the whole session (a pytest process's group, a fork server's child).
+    #[serde(rename = "deadline", serialize_with = "serialize_seconds")]
     pub session_timeout: Duration,
-    /// Stop at the first failure (`-x`).
-    pub exit_first: bool,
+}
+
+impl<'a> TestRun<'a> {
+    /// `tests` (`None`: the whole suite) without per-test limits, not stopping at a failure.
+    #[must_use]
+    pub fn new(tests: Option<&'a [String]>, session_timeout: Duration) -> TestRun<'a> {
+        TestRun { tests, exit_first: false, per_test_timeout: None, per_test_cpu: None, session_timeout }
+    }
+
+    /// The node ids or paths a pytest process is given (none: the whole suite).
+    fn selectors(&self) -> &'a [String] {
+        self.tests.unwrap_or(&[])
+    }
+}
+
+fn serialize_limit<S: serde::Serializer>(limit: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(limit_seconds(*limit))
+}
+
+fn serialize_seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// A [`TestRun`] as one pytest process in a project directory.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSpec<'a> {
+    /// Project directory (pytest's working directory and coverage root).
+    pub root: &'a Path,
+    pub coverage: bool,
+    pub run: TestRun<'a>,
 }
 
 /// The environment every pytest process gets (sessions and fork servers): the plugin on the
@@ -246,15 +280,15 @@ impl<'a> RunSpec<'a> {
     /// The whole suite with coverage and a per-test wall-clock limit: a baseline run.
     #[must_use]
     pub fn baseline(root: &'a Path, per_test_timeout: Duration, session_timeout: Duration) -> RunSpec<'a> {
-        RunSpec {
-            root,
-            selectors: &[],
-            coverage: true,
-            per_test_timeout: Some(per_test_timeout),
-            per_test_cpu: None,
-            session_timeout,
-            exit_first: false,
-        }
+        let run = TestRun { per_test_timeout: Some(per_test_timeout), ..TestRun::new(None, session_timeout) };
+        RunSpec { root, coverage: true, run }
+    }
+
+    /// The same run of `selectors` only (node ids or paths; empty: the whole suite).
+    #[must_use]
+    pub fn of(mut self, selectors: &'a [String]) -> RunSpec<'a> {
+        self.run.tests = Some(selectors);
+        self
     }
 }
 
@@ -413,15 +447,15 @@ impl Pytest {
             .chain(["--tb=no", "--no-header", "-rN", "-W", "ignore::DeprecationWarning"])
             .map(OsString::from)
             .collect();
-        if spec.exit_first {
+        if spec.run.exit_first {
             args.push("-x".into());
         }
-        args.extend(spec.selectors.iter().map(OsString::from));
+        args.extend(spec.run.selectors().iter().map(OsString::from));
         let mut env = session_env(self.plugin_dir.path(), spec.root, spec.coverage);
         env.extend([
             ("DEEPDEBUG_REPORT".into(), report.clone().into_os_string()),
-            ("DEEPDEBUG_TEST_TIMEOUT".into(), limit_seconds(spec.per_test_timeout).to_string().into()),
-            ("DEEPDEBUG_TEST_CPU".into(), limit_seconds(spec.per_test_cpu).to_string().into()),
+            ("DEEPDEBUG_TEST_TIMEOUT".into(), limit_seconds(spec.run.per_test_timeout).to_string().into()),
+            ("DEEPDEBUG_TEST_CPU".into(), limit_seconds(spec.run.per_test_cpu).to_string().into()),
         ]);
         let job = Job {
             program: &self.python,
@@ -433,7 +467,7 @@ impl Pytest {
             // in the user's checkout.
             writable: vec![run_dir.path(), spec.root],
             env,
-            timeout: spec.session_timeout,
+            timeout: spec.run.session_timeout,
             limits: self.limits,
             capture_dir: run_dir.path(),
         };
@@ -544,6 +578,14 @@ pub fn usage_error(tail: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The whole suite without coverage, under a wall-clock limit of 5 s and `cpu` per test.
+    fn cpu_limited(root: &Path, cpu: Duration) -> RunSpec<'_> {
+        let mut spec = RunSpec::baseline(root, Duration::from_secs(5), Duration::from_secs(60));
+        spec.coverage = false;
+        spec.run.per_test_cpu = Some(cpu);
+        spec
+    }
+
     #[test]
     fn pytests_complaint_about_unknown_options_is_found_in_its_output() {
         let tail = "ERROR: usage: pytest [options] [file_or_dir] [file_or_dir] [...]\npytest: error: unrecognized arguments: --cov=semver\n  inifile: /tmp/x/setup.cfg\n  rootdir: /tmp/x\n";
@@ -610,13 +652,7 @@ mod tests {
         .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         for _ in 0..3 {
-            let session = pytest
-                .run(&RunSpec {
-                    coverage: false,
-                    per_test_cpu: Some(Duration::from_millis(50)),
-                    ..RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))
-                })
-                .unwrap();
+            let session = pytest.run(&cpu_limited(dir.path(), Duration::from_millis(50))).unwrap();
             let grow =
                 session.test("test_grow.py::test_grow").unwrap_or_else(|| panic!("no record: {}", session.output_tail));
             assert_eq!(grow.outcome, TestOutcome::Timeout);
@@ -635,13 +671,7 @@ mod tests {
         )
         .unwrap();
         let pytest = Pytest::new(Path::new("python3")).unwrap();
-        let session = pytest
-            .run(&RunSpec {
-                coverage: false,
-                per_test_cpu: Some(Duration::from_millis(100)),
-                ..RunSpec::baseline(dir.path(), Duration::from_secs(5), Duration::from_secs(60))
-            })
-            .unwrap();
+        let session = pytest.run(&cpu_limited(dir.path(), Duration::from_millis(100))).unwrap();
         let spin = session.test("test_cpu.py::test_spin").unwrap();
         assert_eq!(spin.outcome, TestOutcome::Timeout, "{:?}", session.tests);
         assert_eq!(spin.failure.as_ref().and_then(|f| f.limit), Some(TestLimit::Cpu), "{spin:?}");

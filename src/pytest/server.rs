@@ -1,11 +1,11 @@
 //! The fast validation engine: a persistent pytest fork server per scratch copy (local or in one container).
 
-use super::{PytestError, Session};
+use super::{PytestError, Session, TestRun};
 use crate::io_error::io_err;
 use crate::process::{kill_group, read_lossy, Exit, Limits};
 use crate::sandbox::docker::{AttachedContainer, DockerSandbox};
 use crate::sandbox::Job;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
@@ -42,21 +42,12 @@ pub struct Swap {
     pub source: Option<(usize, String)>,
 }
 
-/// One test session to run in a forked child, serialized as the server reads it. Limits as
-/// in [`super::RunSpec`]: `None` for none.
+/// One test session to run in a forked child: the [`TestRun`], and what the child swaps in;
+/// serialized as the server reads it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Request<'a> {
-    /// `None` runs every collected test.
-    pub nodeids: Option<&'a [String]>,
-    pub exit_first: bool,
-    /// Per-test wall-clock limit.
-    #[serde(rename = "timeout", serialize_with = "limit")]
-    pub per_test_timeout: Option<Duration>,
-    /// Per-test CPU-time limit.
-    #[serde(rename = "cpu", serialize_with = "limit")]
-    pub per_test_cpu: Option<Duration>,
-    #[serde(rename = "deadline", serialize_with = "seconds")]
-    pub session_timeout: Duration,
+    #[serde(flatten)]
+    pub run: TestRun<'a>,
     pub swap: Option<Swap>,
     /// Failures carry their frames with locals (off when only outcomes matter).
     pub frames: bool,
@@ -304,7 +295,7 @@ impl ForkServer {
         self.transport
             .send(&message.to_string())
             .map_err(|_| PytestError::ServerUnavailable("the fork server closed its input".into()))?;
-        let backstop = request.session_timeout + BACKSTOP_GRACE;
+        let backstop = request.run.session_timeout + BACKSTOP_GRACE;
         let pid = match self.reply(backstop)? {
             Some(Reply::Started { id: got, pid }) if got == id => pid,
             _ => {
@@ -338,14 +329,6 @@ impl ForkServer {
         }
         Ok(session_from(&report, exit_of(status, timed_out), start.elapsed()))
     }
-}
-
-fn limit<S: Serializer>(limit: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(super::limit_seconds(*limit))
-}
-
-fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(duration.as_secs_f64())
 }
 
 impl Request<'_> {
@@ -535,15 +518,11 @@ mod tests {
     }
 
     fn request(nodeids: Option<&[String]>, swap: Option<Swap>) -> Request<'_> {
-        Request {
-            nodeids,
-            exit_first: false,
+        let run = TestRun {
             per_test_timeout: Some(Duration::from_secs(2)),
-            per_test_cpu: None,
-            session_timeout: Duration::from_secs(20),
-            swap,
-            frames: true,
-        }
+            ..TestRun::new(nodeids, Duration::from_secs(20))
+        };
+        Request { run, swap, frames: true }
     }
 
     const MODULE: &str = "LIMIT = 10\n\ndef clamp(x):\n    if x > LIMIT:\n        return LIMIT\n    return x\n\ndef spin(n):\n    while n > 0:\n        n += 1\n    return n\n";
@@ -660,14 +639,14 @@ mod tests {
         std::fs::write(dir.path().join("calc.py"), MODULE.replace("while n > 0", "while n >= 0")).unwrap();
         let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
-        req.per_test_timeout = None;
-        req.session_timeout = Duration::from_millis(700);
+        req.run.per_test_timeout = None;
+        req.run.session_timeout = Duration::from_millis(700);
         let s = server.run(&req).unwrap();
         assert_eq!(s.exit, Exit::Timeout);
         // The per-test alarm inside the child also works.
         let swap = Swap { file: "calc.py".into(), functions: vec![("spin".into(), 8)], source: None };
         let mut req = request(Some(&spin), Some(swap));
-        req.per_test_timeout = Some(Duration::from_millis(300));
+        req.run.per_test_timeout = Some(Duration::from_millis(300));
         let s = server.run(&req).unwrap();
         assert_eq!(s.tests[0].outcome, TestOutcome::Timeout);
         // And the whole suite still runs afterwards.
@@ -693,8 +672,8 @@ mod tests {
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
         let hang = vec!["test_hang.py::test_hang".to_string()];
         let mut req = request(Some(&hang), None);
-        req.per_test_timeout = None;
-        req.session_timeout = Duration::from_millis(1500);
+        req.run.per_test_timeout = None;
+        req.run.session_timeout = Duration::from_millis(1500);
         let start = Instant::now();
         let s = server.run(&req).unwrap();
         assert_eq!(s.exit, Exit::Timeout);
@@ -828,8 +807,8 @@ mod tests {
         let frozen = name(&server);
         let slow = vec!["test_calc.py::test_slow".to_string()];
         let mut req = request(Some(&slow), None);
-        req.per_test_timeout = None;
-        req.session_timeout = Duration::from_secs(1);
+        req.run.per_test_timeout = None;
+        req.run.session_timeout = Duration::from_secs(1);
         let start = Instant::now();
         let s = std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -849,7 +828,7 @@ mod tests {
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(60)).unwrap();
         pause(&name(&server));
         let mut req = request(Some(&small), None);
-        req.session_timeout = Duration::from_millis(500);
+        req.run.session_timeout = Duration::from_millis(500);
         let start = Instant::now();
         let err = server.run(&req).unwrap_err();
         assert!(err.to_string().contains("did not start a child"), "{err}");

@@ -340,10 +340,8 @@ fn run_baseline(
 ) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let left = deadline.saturating_duration_since(Instant::now());
-    let baseline = pytest.run(&RunSpec {
-        selectors: options.run_selectors(),
-        ..RunSpec::baseline(scratch.path(), options.baseline_test_timeout, left)
-    })?;
+    let baseline = pytest
+        .run(&RunSpec::baseline(scratch.path(), options.baseline_test_timeout, left).of(options.run_selectors()))?;
     if baseline.exit.is_timeout() {
         return Err(FixError::BaselineTimeout { timeout: options.timeout, left });
     }

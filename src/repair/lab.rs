@@ -3,7 +3,7 @@
 use super::candidate::{Candidate, CandidateId, Focus};
 use crate::project::copy_tree;
 use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
-use crate::pytest::{Pytest, PytestError, RunSpec, Session};
+use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestRun};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -616,16 +616,12 @@ pub fn confirm(
         if last_run.is_some_and(|d| d.mul_f64(1.2) > left) {
             return Ok(Confirmation::Confirmed { runs: done });
         }
-        let session = pytest.run(&RunSpec {
-            root: dir.path(),
-            selectors: config.selectors,
-            coverage: false,
+        let run = TestRun {
             // Lenient: a loaded machine must not turn a correct patch into a timeout.
             per_test_timeout: Some(config.timeouts.per_test.max(Duration::from_secs(2))),
-            per_test_cpu: None,
-            session_timeout: limit.min(left),
-            exit_first: false,
-        })?;
+            ..TestRun::new(Some(config.selectors), limit.min(left))
+        };
+        let session = pytest.run(&RunSpec { root: dir.path(), coverage: false, run })?;
         if session.exit.is_timeout() {
             return Ok(match (left < limit, done) {
                 (true, 0) => Confirmation::OutOfTime,
@@ -743,8 +739,9 @@ impl<'a> Worker<'a> {
         let focus = focus.filter(|f| !self.config.runs_at_import(file, f));
         let swap = focus.map(|f| swap_of(file, f, text));
         let cpu = self.config.timeouts.per_test_cpu;
-        let request =
-            Request { exit_first: false, frames: true, ..self.request(Some(tests), tests.len(), swap.as_ref(), cpu) };
+        let mut request = self.request(Some(tests), tests.len(), swap.as_ref(), cpu);
+        request.run.exit_first = false;
+        request.frames = true;
         let session = self.session(&request);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
         session
@@ -786,15 +783,13 @@ impl<'a> Worker<'a> {
         cpu: Duration,
     ) -> Request<'r> {
         let remaining = self.config.deadline.saturating_duration_since(Instant::now());
-        Request {
-            nodeids: tests,
+        let run = TestRun {
             exit_first: true,
             per_test_timeout: Some(self.config.timeouts.per_test),
             per_test_cpu: Some(cpu),
-            session_timeout: self.config.timeouts.session(count).min(remaining.max(Duration::from_secs(1))),
-            swap: swap.cloned(),
-            frames: false,
-        }
+            ..TestRun::new(tests, self.config.timeouts.session(count).min(remaining.max(Duration::from_secs(1))))
+        };
+        Request { run, swap: swap.cloned(), frames: false }
     }
 
     /// Run `request` on the worker's fork server, or as one pytest process in the scratch copy
@@ -809,15 +804,8 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        let spec = RunSpec {
-            root: &self.root,
-            selectors: request.nodeids.unwrap_or(self.config.selectors),
-            coverage: false,
-            per_test_timeout: request.per_test_timeout,
-            per_test_cpu: request.per_test_cpu,
-            session_timeout: request.session_timeout,
-            exit_first: request.exit_first,
-        };
+        let run = TestRun { tests: Some(request.run.tests.unwrap_or(self.config.selectors)), ..request.run };
+        let spec = RunSpec { root: &self.root, coverage: false, run };
         Ok(self.pytest.run(&spec)?)
     }
 

@@ -11,21 +11,35 @@ pub struct Bwrap {
     path: PathBuf,
 }
 
+/// Why bubblewrap cannot isolate tests here.
+#[derive(Debug, thiserror::Error)]
+pub enum BwrapError {
+    #[error("`bwrap` is not installed")]
+    NotInstalled,
+    #[error("no temp dir: {0}")]
+    TempDir(std::io::Error),
+    /// It ran and failed (no user namespaces, typically): its stderr.
+    #[error("`bwrap` fails here: {0}")]
+    Fails(String),
+    #[error("`bwrap` cannot start: {0}")]
+    Start(std::io::Error),
+}
+
 impl Bwrap {
     /// Find `bwrap` on `PATH` and check that it can create the namespaces we use here
     /// (it cannot in containers without user namespaces).
     ///
     /// # Errors
-    /// A short reason when bubblewrap is missing or does not work.
-    pub fn probe() -> Result<Bwrap, String> {
-        let path = find_in_path("bwrap").ok_or_else(|| "`bwrap` is not installed".to_string())?;
+    /// [`BwrapError`] when bubblewrap is missing or does not work.
+    pub fn probe() -> Result<Bwrap, BwrapError> {
+        let path = find_in_path("bwrap").ok_or(BwrapError::NotInstalled)?;
         let bwrap = Bwrap { path };
-        let dir = tempfile::tempdir().map_err(|e| format!("no temp dir: {e}"))?;
+        let dir = tempfile::tempdir().map_err(BwrapError::TempDir)?;
         let mut cmd = bwrap.command(Path::new("true"), dir.path(), &[], &[], true);
         match process::run(&mut cmd, Duration::from_secs(10), Limits::default(), dir.path()) {
             Ok(out) if out.exit.is_success() => Ok(bwrap),
-            Ok(out) => Err(format!("`bwrap` fails here: {}", out.stderr.trim())),
-            Err(e) => Err(format!("`bwrap` cannot start: {e}")),
+            Ok(out) => Err(BwrapError::Fails(out.stderr.trim().to_string())),
+            Err(e) => Err(BwrapError::Start(e)),
         }
     }
 

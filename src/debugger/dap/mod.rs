@@ -14,6 +14,31 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use timeline::{Position, Timeline, Variable};
 
+/// Why a request fails: the response's `message`.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("{0} is not supported")]
+    Unsupported(String),
+    /// A required argument is missing (the request's own words say which).
+    #[error("{0}")]
+    MissingArgument(&'static str),
+    #[error("unknown backend {0:?} (real or neural)")]
+    UnknownBackend(String),
+    #[error("no program is running")]
+    NotRunning,
+    #[error("no such frame")]
+    NoSuchFrame,
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Record(#[from] crate::debugger::record::RecordError),
+    #[error(transparent)]
+    Model(#[from] crate::debugger::neural::NeuralError),
+    /// The expression raised (or could not be evaluated): the evaluator's words.
+    #[error("{0}")]
+    Evaluate(String),
+}
+
 /// A breakpoint as the client set it.
 #[derive(Debug, Clone)]
 struct Breakpoint {
@@ -95,7 +120,7 @@ impl<W: Write> Server<W> {
                 self.out.respond(seq, command, Ok(json!({})))?;
                 return Ok(false);
             }
-            _ => Err(format!("{command} is not supported")),
+            _ => Err(RequestError::Unsupported(command.to_string())),
         };
         self.out.respond(seq, command, result)?;
         if command == "launch" && self.run.is_some() {
@@ -104,13 +129,14 @@ impl<W: Write> Server<W> {
         Ok(true)
     }
 
-    fn launch(&mut self, args: &Json) -> Result<Json, String> {
-        let program = args["program"].as_str().ok_or("launch needs `program`, a Python file")?;
+    fn launch(&mut self, args: &Json) -> Result<Json, RequestError> {
+        let program =
+            args["program"].as_str().ok_or(RequestError::MissingArgument("launch needs `program`, a Python file"))?;
         let program = PathBuf::from(program);
         let timeline = match args["backend"].as_str().unwrap_or("real") {
             "real" => self.record(&program, args)?,
             "neural" => self.predict(&program, args)?,
-            other => return Err(format!("unknown backend {other:?} (real or neural)")),
+            other => return Err(RequestError::UnknownBackend(other.to_string())),
         };
         let at = timeline.start();
         let stop_on_entry = args["stopOnEntry"].as_bool().unwrap_or(false);
@@ -118,7 +144,7 @@ impl<W: Write> Server<W> {
         Ok(json!({}))
     }
 
-    fn record(&self, program: &Path, args: &Json) -> Result<Timeline, String> {
+    fn record(&self, program: &Path, args: &Json) -> Result<Timeline, RequestError> {
         let mut spec = recording::ScriptSpec::new(program);
         spec.python.clone_from(&self.python);
         if let Some(list) = args["args"].as_array() {
@@ -127,23 +153,26 @@ impl<W: Write> Server<W> {
         if let Some(cwd) = args["cwd"].as_str() {
             spec.cwd = PathBuf::from(cwd);
         }
-        recording::record_script(&spec).map_err(|e| e.to_string())
+        Ok(recording::record_script(&spec)?)
     }
 
     /// The neural backend: states predicted from the source of `program` for the call in
     /// `call`, by the model in `model` (or, without one, the oracle that replays a recording).
-    fn predict(&self, program: &Path, args: &Json) -> Result<Timeline, String> {
+    fn predict(&self, program: &Path, args: &Json) -> Result<Timeline, RequestError> {
         use crate::debugger::{neural::NeuralPredictor, predictor::OraclePredictor, record};
-        let call = args["call"].as_str().ok_or("the neural backend needs `call`, e.g. \"f(1, 2)\"")?;
-        let code = std::fs::read_to_string(program).map_err(|e| format!("{}: {e}", program.display()))?;
+        let call = args["call"]
+            .as_str()
+            .ok_or(RequestError::MissingArgument("the neural backend needs `call`, e.g. \"f(1, 2)\""))?;
+        let code = std::fs::read_to_string(program)
+            .map_err(|source| RequestError::Read { path: program.to_path_buf(), source })?;
         let limits = record::RecordLimits { python: self.python.clone(), ..record::RecordLimits::standard() };
-        let trace = record::record_call(&code, call, &limits).map_err(|e| e.to_string())?;
+        let trace = record::record_call(&code, call, &limits)?;
         let file = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
         let file = file.to_string_lossy();
         let steps = args["maxSteps"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(500);
         Ok(match args["model"].as_str() {
             Some(dir) => {
-                let model = NeuralPredictor::load(Path::new(dir), false).map_err(|e| e.to_string())?;
+                let model = NeuralPredictor::load(Path::new(dir), false)?;
                 predicted::predict_timeline(model, &trace, &file, steps)
             }
             None => predicted::predict_timeline(OraclePredictor::new(vec![trace.clone()]), &trace, &file, steps),
@@ -221,7 +250,7 @@ impl<W: Write> Server<W> {
 
     fn move_to(&mut self, seq: i64, command: &str) -> std::io::Result<()> {
         let Some(run) = &self.run else {
-            return self.out.respond(seq, command, Err("no program is running".into()));
+            return self.out.respond(seq, command, Err(RequestError::NotRunning));
         };
         let at = run.at;
         let t = &run.timeline;
@@ -299,8 +328,8 @@ impl<W: Write> Server<W> {
         run.timeline.events.get(event).map(|e| e.locals.clone())
     }
 
-    fn scopes(&mut self, args: &Json) -> Result<Json, String> {
-        let locals = self.frame_locals(&args["frameId"]).ok_or("no such frame")?;
+    fn scopes(&mut self, args: &Json) -> Result<Json, RequestError> {
+        let locals = self.frame_locals(&args["frameId"]).ok_or(RequestError::NoSuchFrame)?;
         let reference = self.reference(locals);
         Ok(json!({"scopes": [{"name": "Locals", "variablesReference": reference, "expensive": false}]}))
     }
@@ -330,10 +359,14 @@ impl<W: Write> Server<W> {
         json!({"variables": variables})
     }
 
-    fn evaluate(&mut self, args: &Json) -> Result<Json, String> {
-        let expression = args["expression"].as_str().ok_or("evaluate needs an expression")?.trim().to_string();
+    fn evaluate(&mut self, args: &Json) -> Result<Json, RequestError> {
+        let expression = args["expression"]
+            .as_str()
+            .ok_or(RequestError::MissingArgument("evaluate needs an expression"))?
+            .trim()
+            .to_string();
         let locals = match args.get("frameId") {
-            Some(id) if !id.is_null() => self.frame_locals(id).ok_or("no such frame")?,
+            Some(id) if !id.is_null() => self.frame_locals(id).ok_or(RequestError::NoSuchFrame)?,
             _ => self.current_locals(),
         };
         if let Some(v) = locals.iter().find(|v| v.name == expression).cloned() {
@@ -342,7 +375,7 @@ impl<W: Write> Server<W> {
         }
         match self.evaluator.evaluate(&expression, &locals) {
             Value::Ok { value, type_name } => Ok(json!({"result": value, "type": type_name, "variablesReference": 0})),
-            Value::Error(error) => Err(error),
+            Value::Error(error) => Err(RequestError::Evaluate(error)),
         }
     }
 

@@ -67,7 +67,12 @@ impl<W: Write> Outgoing<W> {
     ///
     /// # Errors
     /// On I/O errors.
-    pub fn respond(&mut self, request_seq: i64, command: &str, result: Result<Value, String>) -> std::io::Result<()> {
+    pub fn respond(
+        &mut self,
+        request_seq: i64,
+        command: &str,
+        result: Result<Value, super::RequestError>,
+    ) -> std::io::Result<()> {
         let mut message = json!({"type": "response", "request_seq": request_seq, "command": command});
         match result {
             Ok(body) => {
@@ -76,7 +81,7 @@ impl<W: Write> Outgoing<W> {
             }
             Err(error) => {
                 message["success"] = json!(false);
-                message["message"] = json!(error);
+                message["message"] = json!(error.to_string());
             }
         }
         self.send(message)

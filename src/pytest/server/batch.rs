@@ -38,7 +38,7 @@ impl ForkServer {
         let mut follow = Follow { pid: None, killed: false, since: Instant::now(), items: Vec::new() };
         while follow.items.len() < requests.len() {
             let index = follow.items.len();
-            let backstop = requests[index].session_timeout + BACKSTOP_GRACE;
+            let backstop = requests[index].run.session_timeout + BACKSTOP_GRACE;
             let wait =
                 if follow.killed { Duration::from_secs(10) } else { backstop.saturating_sub(follow.since.elapsed()) };
             match self.reply(wait)? {
@@ -124,7 +124,7 @@ impl Follow {
 mod tests {
     use super::super::{ServerMode, Swap};
     use super::*;
-    use crate::pytest::{Pytest, TestOutcome};
+    use crate::pytest::{Pytest, TestOutcome, TestRun};
     use std::path::Path;
 
     fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -144,15 +144,12 @@ mod tests {
     }
 
     fn request<'a>(nodeids: &'a [String], swap: Swap) -> Request<'a> {
-        Request {
-            nodeids: Some(nodeids),
+        let run = TestRun {
             exit_first: true,
             per_test_timeout: Some(Duration::from_secs(5)),
-            per_test_cpu: None,
-            session_timeout: Duration::from_secs(20),
-            swap: Some(swap),
-            frames: false,
-        }
+            ..TestRun::new(Some(nodeids), Duration::from_secs(20))
+        };
+        Request { run, swap: Some(swap), frames: false }
     }
 
     /// The swap of `function` (defined at `line` of `file`) to the statements `source`.
@@ -248,7 +245,11 @@ mod tests {
         let unknown = swap("calc.py", "nowhere", 1, module);
         let same = swap("calc.py", "spin", 1, module);
         let requests = [
-            Request { session_timeout: Duration::from_secs(1), ..request(&test, hang) },
+            {
+                let mut request = request(&test, hang);
+                request.run.session_timeout = Duration::from_secs(1);
+                request
+            },
             request(&test, unknown),
             request(&test, same),
         ];
