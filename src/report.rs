@@ -95,10 +95,13 @@ pub struct RankedReport {
     pub description: String,
     pub outcome: OutcomeReport,
     pub score: f64,
-    /// Edits in the patch: fewer edits rank first, then fewer deleted calls, then the
-    /// ranking key.
+    /// Edits in the patch: patches not superseded rank first, then fewer edits, then fewer
+    /// deleted calls, then the ranking key.
     pub edits: usize,
     pub deleted_calls: usize,
+    /// Another plausible patch makes part of this one's change (it ranks after every patch
+    /// that is not superseded).
+    pub superseded: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
     /// The ranking key.
@@ -151,6 +154,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 score: c.score,
                 edits: c.patch.edits().len(),
                 deleted_calls: c.deleted_calls,
+                superseded: ranking.superseded.contains(&c.id),
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
@@ -158,8 +162,8 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         })
         .collect();
     plausible.sort_by(|a, b| {
-        (a.edits, a.deleted_calls)
-            .cmp(&(b.edits, b.deleted_calls))
+        (a.superseded, a.edits, a.deleted_calls)
+            .cmp(&(b.superseded, b.edits, b.deleted_calls))
             .then(b.rank_key.total_cmp(&a.rank_key))
             .then(a.id.cmp(&b.id))
     });

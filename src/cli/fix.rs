@@ -395,7 +395,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             );
             if let Some(ranking) = &report.ranking {
                 eprintln!(
-                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
+                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; minimal changes, fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
                     ranking.plausible.len(),
                     ranking.scored,
                     ranking.seconds,
@@ -412,12 +412,13 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                         },
                     );
                     eprintln!(
-                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}",
+                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}{}",
                         if r.chosen { "*" } else { " " },
                         r.line,
                         r.description,
                         r.score,
                         r.rank_key,
+                        if r.superseded { ", contains a smaller plausible change" } else { "" },
                         if r.outcome.is_plausible() { String::new() } else { format!(" ({})", r.outcome) }
                     );
                 }

@@ -13,6 +13,8 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+mod edits;
+
 /// Settings of the language-model source.
 #[derive(Debug, Clone)]
 pub struct ClozeOptions {
@@ -320,7 +322,8 @@ impl Worker {
         let line = lines[target].trim_end_matches('\n');
         let indent = &line[..line.len() - line.trim_start().len()];
         let offset: usize = lines[..target].iter().map(|l| l.len()).sum();
-        let site = Site { job, offset, line, indent, target, score };
+        let following = following(lines, target, offset + lines[target].len());
+        let site = Site { job, offset, line, indent, target, score, following };
         // Ending the prompt with the indentation keeps the model on code (not a blank line).
         if let Some(indented) = self.extend(lm, Some(cursor), indent)? {
             self.sample(lm, &indented, &site, Variant::Whole, pass)?;
@@ -379,6 +382,43 @@ struct Site<'j> {
     indent: &'j str,
     target: usize,
     score: f64,
+    /// The first non-blank line after the target.
+    following: Option<Following<'j>>,
+}
+
+/// A line after the target: its index, byte offset and text (without its newline).
+#[derive(Debug, Clone, Copy)]
+struct Following<'j> {
+    index: usize,
+    offset: usize,
+    line: &'j str,
+}
+
+impl<'j> Following<'j> {
+    fn indent(&self) -> &'j str {
+        &self.line[..self.line.len() - self.line.trim_start().len()]
+    }
+}
+
+/// The first non-blank line after `target`, whose lines start at byte `offset`.
+fn following<'j>(lines: &[&'j str], target: usize, mut offset: usize) -> Option<Following<'j>> {
+    for (index, line) in lines.iter().enumerate().skip(target + 1) {
+        let text = line.trim_end_matches(['\n', '\r']);
+        if !text.trim().is_empty() {
+            return Some(Following { index, offset, line: text });
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// What one sample proposes: the edit, the new line, its 1-based line number and what it does.
+#[derive(Debug, Clone, PartialEq)]
+struct Change {
+    edit: Edit,
+    new_line: String,
+    line: usize,
+    what: &'static str,
 }
 
 /// What a sample replaces.
@@ -402,30 +442,46 @@ impl Variant {
     }
 }
 
-/// Complete, distinct samples as proposals; a sample repeating the line is dropped.
+/// Complete, distinct samples as proposals, each rewrite followed by the smaller rewrites it
+/// contains ([`edits::partial_rewrites`]); a sample repeating the line is dropped.
 fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<Proposal> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for sample in samples.iter().filter(|s| s.complete && !s.text.trim().is_empty()) {
         let Some(text) = without_comment(site, variant, &sample.text) else { continue };
-        let Some((edit, new_line)) = edit(site, variant, text) else { continue };
-        if !seen.insert(new_line.clone()) {
-            continue;
-        }
+        let Some(change) = edit(site, variant, text) else { continue };
         let per_token = if sample.tokens == 0 { 0.0 } else { (sample.nats / sample.tokens as f64).exp() };
-        let what = match variant {
-            Variant::Insert => "insert",
-            _ => "rewrite",
-        };
-        out.push(Proposal {
-            patch: Patch::single(site.job.file.clone(), edit),
-            source: Source::LanguageModel,
-            line: site.target + 1 + usize::from(variant == Variant::Insert),
-            description: format!("{what} `{}`", new_line.trim()),
-            score: site.score * LM_PRIOR * (0.3 + 0.7 * per_token),
-        });
+        let score = site.score * LM_PRIOR * (0.3 + 0.7 * per_token);
+        let parts = if variant == Variant::Insert { Vec::new() } else { partial_changes(site, &change) };
+        for change in std::iter::once(change).chain(parts) {
+            if !seen.insert(change.new_line.clone()) {
+                continue;
+            }
+            out.push(Proposal {
+                patch: Patch::single(site.job.file.clone(), change.edit),
+                source: Source::LanguageModel,
+                line: change.line,
+                description: format!("{} `{}`", change.what, change.new_line.trim()),
+                score,
+            });
+        }
     }
     out
+}
+
+/// The smaller rewrites of the target line inside a rewrite `change` of it.
+fn partial_changes(site: &Site<'_>, change: &Change) -> Vec<Change> {
+    let code_start = site.offset + site.indent.len();
+    let line_end = site.offset + site.line.len();
+    edits::partial_rewrites(site.line, &change.new_line)
+        .into_iter()
+        .map(|new_line| Change {
+            edit: Edit::replacement(code_start..line_end, new_line.trim()),
+            new_line,
+            line: site.target + 1,
+            what: "rewrite",
+        })
+        .collect()
 }
 
 /// A sample without the comment the model may have appended (it changes nothing, and its
@@ -458,14 +514,15 @@ fn comment_start(line: &str) -> Option<usize> {
 }
 
 /// The edit a sample makes, and the new line's text.
-fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String)> {
+fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<Change> {
     let code_start = site.offset + site.indent.len();
     let line_end = site.offset + site.line.len();
+    let rewrite = |edit, new_line| Change { edit, new_line, line: site.target + 1, what: "rewrite" };
     match variant {
         Variant::Whole => {
             let new = sample.trim();
             (new != site.line.trim())
-                .then(|| (Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
+                .then(|| rewrite(Edit::replacement(code_start..line_end, new), format!("{}{new}", site.indent)))
         }
         Variant::After(cut) => {
             let glued = |a: Option<char>, b: Option<char>| a.zip(b).is_some_and(|(a, b)| is_word(a) && is_word(b));
@@ -474,18 +531,44 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<(Edit, String
             }
             let new = format!("{}{}", &site.line[..cut], sample.trim_end());
             (new.trim_end() != site.line.trim_end())
-                .then(|| (Edit::replacement(site.offset + cut..line_end, sample.trim_end()), new))
+                .then(|| rewrite(Edit::replacement(site.offset + cut..line_end, sample.trim_end()), new))
         }
-        Variant::Insert => {
-            let body = sample.trim_start();
-            let given = &sample[..sample.len() - body.len()];
-            // The model's indentation when it is at least the line's (a new block), else the line's.
-            let indent =
-                if given.len() >= site.indent.len() && given.chars().all(|c| c == ' ') { given } else { site.indent };
-            let new = format!("{indent}{}", body.trim_end());
-            Some((Edit::replacement(line_end..line_end, format!("\n{new}")), new))
+        Variant::Insert => insertion(site, sample),
+    }
+}
+
+/// A new line after the target. Its indentation is the model's when that opens a block
+/// (deeper than the line's) or returns to the next line's level (after a `return` that ends
+/// a block), else the line's. A `return`/`raise`/`continue`/`break` inserted before a simple
+/// statement at its own level would leave that statement dead: it replaces it instead.
+fn insertion(site: &Site<'_>, sample: &str) -> Option<Change> {
+    let line_end = site.offset + site.line.len();
+    let body = sample.trim_start();
+    let given = &sample[..sample.len() - body.len()];
+    let spaces = given.chars().all(|c| c == ' ');
+    let next_indent = site.following.map(|f| f.indent());
+    let indent =
+        if spaces && (given.len() >= site.indent.len() || next_indent == Some(given)) { given } else { site.indent };
+    let body = body.trim_end();
+    let new = format!("{indent}{body}");
+    if let Some(next) = site.following.filter(|f| f.indent() == indent && edits::is_terminal(body)) {
+        let code = next.line.trim_start();
+        if edits::is_simple_statement(code) {
+            let start = next.offset + indent.len();
+            return (code.trim_end() != body).then(|| Change {
+                edit: Edit::replacement(start..next.offset + next.line.len(), body),
+                new_line: new,
+                line: next.index + 1,
+                what: "rewrite",
+            });
         }
     }
+    Some(Change {
+        edit: Edit::replacement(line_end..line_end, format!("\n{new}")),
+        new_line: new,
+        line: site.target + 2,
+        what: "insert",
+    })
 }
 
 fn is_word(c: char) -> bool {
@@ -623,7 +706,10 @@ mod tests {
 
     fn site<'j>(job: &'j FunctionJob, line: &'j str) -> Site<'j> {
         let offset = job.text.find(line).unwrap();
-        Site { job, offset, line, indent: "    ", target: 1, score: 1.0 }
+        let lines: Vec<&str> = job.text.split_inclusive('\n').collect();
+        let target = lines.iter().position(|l| l.trim_end() == line).unwrap();
+        let following = following(&lines, target, offset + lines[target].len());
+        Site { job, offset, line, indent: "    ", target, score: 1.0, following }
     }
 
     #[test]
@@ -639,7 +725,7 @@ mod tests {
         };
         let site = site(&job, "    return xs.keys()");
         let apply =
-            |variant, sample: &str| edit(&site, variant, sample).map(|(e, _)| Patch::single("m.py", e).apply(text));
+            |variant, sample: &str| edit(&site, variant, sample).map(|c| Patch::single("m.py", c.edit).apply(text));
         assert_eq!(
             apply(Variant::Whole, "  return list(xs.items())").unwrap(),
             "def f(xs):\n    return list(xs.items())\n"
@@ -660,6 +746,49 @@ mod tests {
         let got = proposals(&site, Variant::Whole, &samples);
         assert_eq!(got.len(), 1, "duplicates and cut-off samples are dropped");
         assert!(got[0].score > 0.0 && got[0].score <= LM_PRIOR);
+    }
+
+    fn job(text: &str) -> FunctionJob {
+        let end = text.lines().count();
+        FunctionJob { file: "m.py".into(), text: text.into(), first: 0, end, targets: vec![], header: String::new() }
+    }
+
+    #[test]
+    fn a_return_inserted_before_a_statement_it_would_leave_dead_replaces_that_statement() {
+        let text = "def f(d, t):\n    d = min(d, t)\n    return round(d / t * 10, 1)\n";
+        let job = job(text);
+        let site = site(&job, "    d = min(d, t)");
+        let change = edit(&site, Variant::Insert, "    return round(d / t * 100, 1)").unwrap();
+        assert_eq!((change.what, change.line), ("rewrite", 3));
+        assert_eq!(Patch::single("m.py", change.edit).apply(text), text.replace("* 10,", "* 100,"));
+        assert_eq!(edit(&site, Variant::Insert, "    return round(d / t * 10, 1)"), None, "the same line: no change");
+        let other = edit(&site, Variant::Insert, "    d = d or 1").unwrap();
+        assert_eq!((other.what, other.line), ("insert", 3), "other statements are inserted");
+    }
+
+    #[test]
+    fn an_insertion_after_a_raise_may_return_to_the_next_lines_level() {
+        let text = "def w(self, a):\n    if a > self.b:\n        raise ValueError(a)\n    self.log.append(a)\n";
+        let job = job(text);
+        let site = Site { indent: "        ", ..site(&job, "        raise ValueError(a)") };
+        let change = edit(&site, Variant::Insert, "    self.b -= a").unwrap();
+        assert_eq!(
+            Patch::single("m.py", change.edit).apply(text),
+            "def w(self, a):\n    if a > self.b:\n        raise ValueError(a)\n    self.b -= a\n    self.log.append(a)\n"
+        );
+        let odd = edit(&site, Variant::Insert, "  x = 1").unwrap();
+        assert_eq!(odd.new_line, "        x = 1", "an indentation of no enclosing block is the line's");
+    }
+
+    #[test]
+    fn a_rewrite_is_proposed_with_the_smaller_rewrites_inside_it() {
+        let text = "def s(sub, tax, ship):\n    total = round(sub + tax, 2)\n    return total\n";
+        let job = job(text);
+        let site = site(&job, "    total = round(sub + tax, 2)");
+        let samples = [SampledLine { text: "total = sub + tax + ship".into(), nats: -1.0, tokens: 6, complete: true }];
+        let got: Vec<String> = proposals(&site, Variant::Whole, &samples).into_iter().map(|p| p.description).collect();
+        assert_eq!(got[0], "rewrite `total = sub + tax + ship`");
+        assert!(got.contains(&"rewrite `total = round(sub + tax + ship, 2)`".to_string()), "{got:?}");
     }
 
     #[test]

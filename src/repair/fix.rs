@@ -3,6 +3,7 @@
 use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
 use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use super::minimal;
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
 use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
@@ -13,7 +14,7 @@ use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -210,6 +211,9 @@ pub struct Ranking {
     /// Likelihoods of every scored plausible candidate.
     pub scores: HashMap<CandidateId, Naturalness>,
     pub stats: RankStats,
+    /// Plausible candidates whose change contains another plausible one's
+    /// ([`minimal::superseded`]), when the best was last chosen.
+    pub superseded: HashSet<CandidateId>,
 }
 
 impl FixOutcome {
@@ -276,6 +280,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         model: r.path().to_path_buf(),
         scores: HashMap::new(),
         stats: RankStats::default(),
+        superseded: HashSet::new(),
     });
     if outcome.failing.is_empty() {
         outcome.elapsed = start.elapsed();
@@ -731,11 +736,17 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         loop {
             let choice = {
                 let search = self.search.lock().expect("search lock");
+                let plausible: Vec<&Candidate> =
+                    search.plausible().into_iter().map(|id| search.candidate(id)).collect();
+                let superseded = minimal::superseded(search.project(), &plausible);
+                if let Some(ranking) = &mut self.ranking {
+                    ranking.superseded.clone_from(&superseded);
+                }
                 let key = |c: &Candidate| match &self.ranking {
                     Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
                     None => c.score,
                 };
-                choose_best(&search, &key).map(|id| Arc::new(search.candidate(id).clone()))
+                choose_best(plausible, &superseded, &key).map(|id| Arc::new(search.candidate(id).clone()))
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
@@ -776,21 +787,25 @@ fn push_note(notes: &Mutex<Vec<String>>, note: String) {
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: the fewest edits, then the fewest deleted calls (a patch that
-/// changes more, or drops a call, is likelier to fit the tests rather than fix the bug, and a
-/// language model's likelihood gain grows with the code a patch deletes), then the highest
-/// `key` (the score, localization × prior, or with a ranker `rank::combined`), then the
-/// smallest edit, then the earliest admitted.
-fn choose_best(search: &Search<'_>, key: &dyn Fn(&Candidate) -> f64) -> Option<CandidateId> {
-    search
-        .plausible()
+/// Among plausible candidates: those whose change contains no other plausible candidate's
+/// change ([`minimal::superseded`]: the tests justify only the smaller one), then the fewest
+/// edits, then the fewest deleted calls (a patch that changes more, or drops a call, is
+/// likelier to fit the tests rather than fix the bug, and a language model's likelihood gain
+/// grows with the code a patch deletes), then the highest `key` (the score, localization ×
+/// prior, or with a ranker `rank::combined`), then the smallest edit, then the earliest
+/// admitted.
+fn choose_best(
+    plausible: Vec<&Candidate>,
+    superseded: &HashSet<CandidateId>,
+    key: &dyn Fn(&Candidate) -> f64,
+) -> Option<CandidateId> {
+    plausible
         .into_iter()
-        .map(|id| search.candidate(id))
         .min_by(|a, b| {
-            a.patch
-                .edits()
-                .len()
-                .cmp(&b.patch.edits().len())
+            superseded
+                .contains(&a.id)
+                .cmp(&superseded.contains(&b.id))
+                .then_with(|| a.patch.edits().len().cmp(&b.patch.edits().len()))
                 .then_with(|| a.deleted_calls.cmp(&b.deleted_calls))
                 .then_with(|| key(b).total_cmp(&key(a)))
                 .then_with(|| a.edit_size.cmp(&b.edit_size))

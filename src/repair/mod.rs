@@ -4,6 +4,7 @@ pub mod candidate;
 pub mod cloze;
 pub mod fix;
 pub mod lab;
+pub mod minimal;
 pub mod operators;
 pub mod pairs;
 pub mod priors;

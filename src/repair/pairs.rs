@@ -31,8 +31,8 @@ pub struct PairRow {
 pub enum PairsError {
     #[error("failed to read `{path}`: {source}")]
     Read { path: String, source: std::io::Error },
-    #[error("`{path}` line {line}: {message}")]
-    Parse { path: String, line: usize, message: String },
+    #[error("`{path}` line {line}: {source}")]
+    Parse { path: String, line: usize, source: serde_json::Error },
 }
 
 /// Which rows to learn from.
@@ -99,9 +99,10 @@ pub fn map_rows<T: Send>(path: &Path, f: impl Fn(&PairRow) -> T + Sync) -> Resul
         let mut first_line = 1;
         for chunk in chunks {
             let chunk = chunk.map_err(read_error)?;
-            let mapped: Vec<Result<Option<T>, String>> = chunk.par_iter().map(|line| map_line(line, &f)).collect();
+            let mapped: Vec<Result<Option<T>, serde_json::Error>> =
+                chunk.par_iter().map(|line| map_line(line, &f)).collect();
             for (i, result) in mapped.into_iter().enumerate() {
-                let parse_error = |message| PairsError::Parse { path: name.clone(), line: first_line + i, message };
+                let parse_error = |source| PairsError::Parse { path: name.clone(), line: first_line + i, source };
                 out.extend(result.map_err(parse_error)?);
             }
             first_line += chunk.len();
@@ -110,11 +111,11 @@ pub fn map_rows<T: Send>(path: &Path, f: impl Fn(&PairRow) -> T + Sync) -> Resul
     })
 }
 
-fn map_line<T>(line: &str, f: &impl Fn(&PairRow) -> T) -> Result<Option<T>, String> {
+fn map_line<T>(line: &str, f: &impl Fn(&PairRow) -> T) -> Result<Option<T>, serde_json::Error> {
     if line.trim().is_empty() {
         return Ok(None);
     }
-    let row: PairRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let row: PairRow = serde_json::from_str(line)?;
     Ok(Some(f(&row)))
 }
 

@@ -234,6 +234,11 @@ impl<'p> Search<'p> {
         }
     }
 
+    #[must_use]
+    pub fn project(&self) -> &'p Project {
+        self.project
+    }
+
     /// Hold or resume every source's background work ([`CandidateSource::pause`]).
     pub fn pause_sources(&self, paused: bool) {
         for lane in &self.lanes {
