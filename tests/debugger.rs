@@ -203,6 +203,21 @@ fn cruxeval_oracle_passes_every_task_of_the_sample() {
     }
 }
 
+/// Functions written for this test whose return lines run more than once or hold more than a
+/// return (`if x in seen: return x`, early returns in loops, recursion, nested functions and
+/// lambdas): the breakpoint task continues to the return line until the function returns.
+#[test]
+fn cruxeval_oracle_passes_every_task_around_repeated_and_nested_returns() {
+    let input = repo("tests/fixtures/cruxeval_returns.jsonl");
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], ""))
+            .expect("report");
+    assert_eq!(report["rows"], 30);
+    for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
+        assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
+    }
+}
+
 /// Wraps the oracle and corrupts every return value and call argument it predicts: the
 /// checks must then fail, so pass@1 is computed by executing predictions.
 struct WrongValues(OraclePredictor);

@@ -111,6 +111,30 @@ fn value_of(frame: &Frame, kind: NodeKind) -> Option<String> {
     }
 }
 
+/// Hits of the return line the breakpoint task follows before it gives up.
+const MAX_BREAKPOINT_HITS: usize = 64;
+
+/// The return value reached by running to `bp` and stepping over it, again and again until a
+/// step returns (or a prediction fails, or [`MAX_BREAKPOINT_HITS`] hits).
+fn output_by_breakpoint(predictor: &mut dyn NextStatePredictor, prefix: &str, bp: Action) -> Option<String> {
+    let mut prefix = prefix.to_string();
+    for _ in 0..MAX_BREAKPOINT_HITS {
+        let frame = predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }).ok()?;
+        if let Some(value) = value_of(&frame, NodeKind::Return) {
+            return Some(value);
+        }
+        let Frame::State { .. } = frame else { return None };
+        prefix = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
+        let next = predictor.predict_frame(&Prompt { prefix: &prefix, action: &Action::StepOver }).ok()?;
+        if let Some(value) = value_of(&next, NodeKind::Return) {
+            return Some(value);
+        }
+        let Frame::State { .. } = next else { return None };
+        prefix = format!("{prefix}{}{}", serialize_action(&Action::StepOver), next.serialize());
+    }
+    None
+}
+
 /// Predictions for the three tasks of one row; outcomes stay `Fail` with a pending check
 /// script until [`evaluate`] runs the checks.
 fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor) -> CruxRowResult {
@@ -145,26 +169,15 @@ fn run_row(row: &CruxRow, trace: &Trace, predictor: &mut dyn NextStatePredictor)
     let output_step_return = check_output(step_return.and_then(|fr| value_of(&fr, NodeKind::Return)));
 
     // Output via breakpoint on f's return line: the target is that line (full locals); one
-    // step_over then yields the return value.
+    // step_over then yields the return value. A return line that runs without returning
+    // (`if x in seen: return x`, a loop's early return) is hit again, as a user continues to
+    // the breakpoint until the function returns.
     let scope = trace.scope(f);
     let return_src =
         scope.as_ref().and_then(|s| s.events.last()).filter(|e| e.event == EventKind::Return).map(|e| e.src.clone());
     let output_breakpoint = match return_src {
         None => TaskResult::setup(),
-        Some(src) => {
-            let bp = Action::Breakpoint(src);
-            match predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }) {
-                Ok(frame) if value_of(&frame, NodeKind::Return).is_some() => {
-                    check_output(value_of(&frame, NodeKind::Return))
-                }
-                Ok(frame @ Frame::State { .. }) => {
-                    let prefix2 = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
-                    let next = predictor.predict_frame(&Prompt { prefix: &prefix2, action: &Action::StepOver }).ok();
-                    check_output(next.and_then(|fr| value_of(&fr, NodeKind::Return)))
-                }
-                _ => TaskResult::none(),
-            }
-        }
+        Some(src) => check_output(output_by_breakpoint(predictor, &prefix, Action::Breakpoint(src))),
     };
 
     // Input via inv_step_call from f's return: the target is f's call frame with its args.
