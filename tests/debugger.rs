@@ -193,11 +193,17 @@ fn next_state_eval_oracle_is_exact_and_copy_last_is_not() {
 
 #[test]
 fn cruxeval_oracle_passes_every_task_of_the_sample() {
-    let input = repo("datasets/cruxeval_sample.jsonl");
+    assert_oracle_passes_every_task("datasets/cruxeval_sample.jsonl", 20);
+}
+
+/// `eval-cruxeval` with the oracle on `file` (relative to the repository) scores 100 % on
+/// every task of its `rows` rows.
+fn assert_oracle_passes_every_task(file: &str, rows: usize) {
+    let input = repo(file);
     let report: serde_json::Value =
         serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], ""))
             .expect("report");
-    assert_eq!(report["rows"], 20);
+    assert_eq!(report["rows"], rows);
     for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
         assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
     }
@@ -208,14 +214,7 @@ fn cruxeval_oracle_passes_every_task_of_the_sample() {
 /// lambdas): the breakpoint task continues to the return line until the function returns.
 #[test]
 fn cruxeval_oracle_passes_every_task_around_repeated_and_nested_returns() {
-    let input = repo("tests/fixtures/cruxeval_returns.jsonl");
-    let report: serde_json::Value =
-        serde_json::from_str(&stdout_ok(&["eval-cruxeval", "--input", input.to_str().expect("utf-8 path")], ""))
-            .expect("report");
-    assert_eq!(report["rows"], 30);
-    for task in ["output_step_return", "output_breakpoint", "input_inv_step_call"] {
-        assert_eq!(report["pass_at_1"][task].as_f64(), Some(1.0), "{task}: {report}");
-    }
+    assert_oracle_passes_every_task("tests/fixtures/cruxeval_returns.jsonl", 30);
 }
 
 /// Wraps the oracle and corrupts every return value and call argument it predicts: the
