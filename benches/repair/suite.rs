@@ -1,8 +1,8 @@
 //! The held-out suite part of the repair bench: one `fix` per bug and source configuration, patches judged by hidden tests.
 
-use deepdebug::repair::candidate::GenerateLimits;
+use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
 use deepdebug::repair::cloze::ClozeOptions;
-use deepdebug::repair::fix::{fix, FixOptions, FixOutcome, RankOptions, SearchEnd};
+use deepdebug::repair::fix::{fix, FixOptions, FixOutcome, NeuralOptions, RankOptions, SearchEnd};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::repair::priors::Priors;
 use deepdebug::repair::search::SourceKind;
@@ -19,6 +19,8 @@ struct Config {
     name: &'static str,
     templates: bool,
     lm: Lm,
+    /// The bundled patcher (`fix`'s default with SmolLM2: 2 functions × 8 samples).
+    patcher: bool,
 }
 
 /// The language model of a configuration's cloze source.
@@ -29,12 +31,17 @@ enum Lm {
     Gemma,
 }
 
-const CONFIGS: [Config; 5] = [
-    Config { name: "operators", templates: false, lm: Lm::Off },
-    Config { name: "templates", templates: true, lm: Lm::Off },
-    Config { name: "lm", templates: false, lm: Lm::Smollm },
-    Config { name: "lm-gemma", templates: false, lm: Lm::Gemma },
-    Config { name: "all", templates: true, lm: Lm::Smollm },
+const CONFIGS: [Config; 7] = [
+    Config { name: "operators", templates: false, lm: Lm::Off, patcher: false },
+    Config { name: "templates", templates: true, lm: Lm::Off, patcher: false },
+    Config { name: "lm", templates: false, lm: Lm::Smollm, patcher: false },
+    Config { name: "lm-gemma", templates: false, lm: Lm::Gemma, patcher: false },
+    // Operators and templates with the trained patcher: what the patcher adds to them.
+    Config { name: "patcher", templates: true, lm: Lm::Off, patcher: true },
+    // Every source but the patcher (the "all" of the benches before the patcher was on by default).
+    Config { name: "no-patcher", templates: true, lm: Lm::Smollm, patcher: false },
+    // `fix`'s defaults: every source.
+    Config { name: "all", templates: true, lm: Lm::Smollm, patcher: true },
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,11 +74,12 @@ pub fn run(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Ran
     let mut summaries = Vec::new();
     for config in CONFIGS.iter().filter(|c| wanted.split(',').any(|w| w.trim() == c.name)) {
         let gguf = match config.lm {
+            Lm::Off if config.patcher => deepdebug::model::smollm::find_gguf(),
             Lm::Off => None,
             Lm::Smollm => deepdebug::model::smollm::find_gguf(),
             Lm::Gemma => deepdebug::model::smollm::find_gemma_gguf(),
         };
-        if config.lm != Lm::Off && gguf.is_none() {
+        if (config.lm != Lm::Off || config.patcher) && gguf.is_none() {
             println!("config {}: skipped, its language model ({:?}) is not installed", config.name, config.lm);
             continue;
         }
@@ -124,13 +132,22 @@ fn options(
         limits: GenerateLimits::default(),
         engine: EngineChoice::Batch,
         priors: Priors::default(),
-        neural: None,
+        neural: config.patcher.then(bundled_patcher),
         rank: rank.cloned(),
-        lm: gguf.map(|g| ClozeOptions::new(g.to_path_buf())),
+        lm: gguf.filter(|_| config.lm != Lm::Off).map(|g| ClozeOptions::new(g.to_path_buf())),
         templates: config.templates.then(|| Arc::new(Templates::bundled().clone())),
         exclude: deepdebug::exclude::Exclude::default(),
         sandbox: SandboxKind::Local,
         docker: DockerConfig::default(),
+    }
+}
+
+/// The bundled patcher as `fix` runs it by default.
+fn bundled_patcher() -> NeuralOptions {
+    NeuralOptions {
+        model: deepdebug::model::bundled::patcher_dir().expect("write the bundled patcher"),
+        limits: NeuralLimits::bundled(),
+        bundled: true,
     }
 }
 
@@ -168,10 +185,37 @@ fn run_bug(
         lm_seconds: 0.0,
     };
     match fix(&options(repo.clone(), config, timeout, workers, rank, gguf), &|_| {}) {
-        Ok(outcome) => judge(bug, &repo, &outcome, &mut row),
+        Ok(outcome) => {
+            if let Ok(dir) = std::env::var("BENCH_REPORTS") {
+                save_report(&Path::new(&dir).join(config.name), bug, &repo, &outcome, &row.bug);
+            }
+            judge(bug, &repo, &outcome, &mut row);
+        }
         Err(err) => eprintln!("{}: {err}", row.bug),
     }
     row
+}
+
+/// `BENCH_REPORTS=DIR`: the run's `--json` report, with every plausible candidate judged by
+/// the hidden tests (`DIR/CONFIG/BUG.json`), to study the ranking of plausible patches.
+fn save_report(dir: &Path, bug: &Path, repo: &Path, outcome: &FixOutcome, name: &str) {
+    let mut report = serde_json::to_value(deepdebug::report::FixReport::new(outcome, &repo.display().to_string()))
+        .expect("report serializes");
+    let mut judged = serde_json::Map::new();
+    for v in outcome.validated.iter().filter(|v| v.outcome.is_plausible()) {
+        let c = &outcome.candidates[v.candidate_id.0];
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let copy = scratch.path().join("project");
+        copy_dir(repo, &copy);
+        std::fs::write(copy.join(&c.patch.file), &c.patched_text).expect("write the patched file");
+        let verdict = format!("{:?}", judge_tree(bug, &copy));
+        let entry = serde_json::json!({"verdict": verdict, "source": c.source.name(), "description": c.description});
+        judged.insert(c.id.0.to_string(), entry);
+    }
+    report["judged"] = serde_json::Value::Object(judged);
+    std::fs::create_dir_all(dir).expect("reports dir");
+    std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(&report).expect("json"))
+        .expect("write the report");
 }
 
 fn judge(bug: &Path, repo: &Path, outcome: &FixOutcome, row: &mut Row) {
@@ -186,6 +230,11 @@ fn judge(bug: &Path, repo: &Path, outcome: &FixOutcome, row: &mut Row) {
         return;
     };
     std::fs::write(repo.join(&best.patch.file), &best.patched_text).expect("write the patched file");
+    row.verdict = judge_tree(bug, repo);
+}
+
+/// The hidden tests' verdict on a patched copy of the bug's project.
+fn judge_tree(bug: &Path, repo: &Path) -> Verdict {
     let check = bug.parent().expect("suite dir").join("check.py");
     let status = std::process::Command::new("python3")
         .arg(check)
@@ -195,11 +244,11 @@ fn judge(bug: &Path, repo: &Path, outcome: &FixOutcome, row: &mut Row) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status();
-    row.verdict = match status.map(|s| s.code()) {
+    match status.map(|s| s.code()) {
         Ok(Some(0)) => Verdict::Genuine,
         Ok(Some(1)) => Verdict::PlausibleOnly,
         _ => Verdict::Error,
-    };
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {

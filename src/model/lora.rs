@@ -187,16 +187,17 @@ impl AdapterDir {
         Ok(if sibling.is_file() { sibling } else { found })
     }
 
-    /// The weight updates `scale · B·A` per GGUF tensor name (`blk.N.attn_v.weight`).
+    /// The weight updates `scale · B·A` per GGUF tensor name (`blk.N.attn_v.weight`), as
+    /// factors applied at run time.
     ///
     /// # Errors
-    /// On unreadable weights or a missing matrix.
-    pub fn deltas(
+    /// On unreadable weights, a missing matrix, or `A` and `B` of different ranks.
+    pub fn low_ranks(
         &self,
         cfg: &LoraConfig,
         layers: usize,
         device: &Device,
-    ) -> Result<HashMap<String, Tensor>, ModelError> {
+    ) -> Result<HashMap<String, super::llama::LowRank>, ModelError> {
         let tensors = candle_core::safetensors::load(self.weights_path(), device)?;
         let mut out = HashMap::new();
         for layer in 0..layers {
@@ -210,9 +211,9 @@ impl AdapterDir {
                         ))
                     })
                 };
-                let delta = (get('B')?.matmul(get('A')?)? * cfg.scale())?;
+                let update = super::llama::LowRank::new(get('A')?, get('B')?, cfg.scale())?;
                 let g = gguf_name(module).expect("validated target");
-                out.insert(format!("blk.{layer}.{g}.weight"), delta);
+                out.insert(format!("blk.{layer}.{g}.weight"), update);
             }
         }
         Ok(out)

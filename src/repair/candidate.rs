@@ -396,6 +396,14 @@ pub struct NeuralLimits {
     pub seed: u64,
 }
 
+impl NeuralLimits {
+    /// `fix`'s bundled patcher beside the language-model lines: 2 functions × 8 samples.
+    #[must_use]
+    pub fn bundled() -> NeuralLimits {
+        NeuralLimits { max_functions: 2, samples: 8, ..NeuralLimits::default() }
+    }
+}
+
 impl Default for NeuralLimits {
     fn default() -> Self {
         NeuralLimits {
@@ -409,25 +417,31 @@ impl Default for NeuralLimits {
     }
 }
 
-/// Prior of a neural candidate relative to the operators' (see `Operator::prior`).
-const NEURAL_PRIOR: f64 = 0.7;
-
-/// `new` re-indented so its first line has the indentation of `old`'s first line.
+/// `new` re-indented so its first line has the indentation of `old`'s first line. A method
+/// written as mined functions are (its header at column 0, its body where it was in the file,
+/// deeper than `old`'s header) has only the lines left of `old`'s indentation moved.
 pub(crate) fn reindent(new: &str, old: &str) -> String {
-    let indent_of = |s: &str| {
-        let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        first[..first.len() - first.trim_start().len()].to_string()
-    };
-    let (want, have) = (indent_of(old), indent_of(new));
+    let indent_of = |l: &str| l[..l.len() - l.trim_start().len()].to_string();
+    let first_line = |s: &str| s.lines().find(|l| !l.trim().is_empty()).map(indent_of).unwrap_or_default();
+    let (want, have) = (first_line(old), first_line(new));
+    let body =
+        new.lines().skip_while(|l| !l.trim_end().ends_with(':')).skip(1).find(|l| !l.trim().is_empty()).map(indent_of);
+    let absolute = have.len() < want.len() && body.is_some_and(|b| b.len() > want.len() && b.starts_with(&want));
     let mut out = String::with_capacity(new.len() + 16);
+    let mut in_header = true;
     for line in new.trim_end_matches('\n').lines() {
         if line.trim().is_empty() {
             out.push('\n');
             continue;
         }
-        let body = line.strip_prefix(have.as_str()).unwrap_or(line.trim_start());
-        out.push_str(&want);
-        out.push_str(body);
+        let header_line = in_header;
+        in_header &= !line.trim_end().ends_with(':');
+        if absolute && !header_line && line.starts_with(&want) {
+            out.push_str(line);
+        } else {
+            out.push_str(&want);
+            out.push_str(line.strip_prefix(have.as_str()).unwrap_or(line.trim_start()));
+        }
         out.push('\n');
     }
     out
@@ -444,62 +458,6 @@ pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
         .find(|&s| old.is_char_boundary(old.len() - s) && new.is_char_boundary(new.len() - s))
         .unwrap_or(0);
     Edit::replacement(offset + prefix..offset + old.len() - suffix, &new[prefix..new.len() - suffix])
-}
-
-/// Ask the patcher for rewrites of one suspicious function: build its skeleton, sample,
-/// re-indent, replace the function's lines. The search re-parses and deduplicates them.
-///
-/// # Errors
-/// When sampling fails (tensor or tokenizer errors).
-pub fn neural_proposals(
-    project: &Project,
-    susp: &crate::localize::SuspiciousFunction,
-    sampler: &mut crate::model::Patcher,
-    limits: &NeuralLimits,
-) -> Result<Vec<Proposal>, crate::model::ModelError> {
-    let Some(file) = project.file(&susp.file) else { return Ok(Vec::new()) };
-    let original = file.parsed.text();
-    let Some(def) = crate::python::functions(&file.parsed)
-        .into_iter()
-        .find(|d| d.qualname == susp.qualname && d.start_line == susp.start_line)
-    else {
-        return Ok(Vec::new());
-    };
-    let skeleton = crate::skeleton::build(&file.parsed, &def, limits.budget, &|s: &str| sampler.count_tokens(s));
-    let options = crate::model::SampleOptions {
-        n: limits.samples,
-        temperature: limits.temperature,
-        top_p: limits.top_p,
-        max_len: sampler.max_target_len(),
-        seed: limits.seed,
-    };
-    let run = sampler.sample(&skeleton.text, &options)?;
-    // Whole lines of the function, so indentation can be fixed up.
-    let line_start = original[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = original[def.byte_range.end..].find('\n').map_or(original.len(), |i| def.byte_range.end + i + 1);
-    let old = &original[line_start..line_end];
-    let mut out = Vec::new();
-    for sample in run.samples {
-        if sample.text.trim().is_empty() {
-            continue;
-        }
-        let mut new = reindent(&sample.text, old);
-        if !old.ends_with('\n') {
-            new.pop();
-        }
-        if new == old {
-            continue;
-        }
-        let share = sample.count as f64 / options.n.max(1) as f64;
-        out.push(Proposal {
-            patch: Patch::single(file.rel.clone(), minimal_edit(old, &new, line_start)),
-            source: Source::Neural,
-            line: def.start_line,
-            description: format!("neural rewrite of {} ({} of {} samples)", def.qualname, sample.count, options.n),
-            score: susp.score * NEURAL_PRIOR * (0.5 + 0.5 * share),
-        });
-    }
-    Ok(out)
 }
 
 fn rank(out: &mut Vec<Candidate>, max_candidates: usize) {
@@ -833,6 +791,12 @@ mod tests {
     fn neural_rewrites_are_reindented_and_minimized() {
         let old = "    def f(self):\n        return 1\n";
         assert_eq!(reindent("def f(self):\n    return 2\n", old), "    def f(self):\n        return 2\n");
+        // Mined style: the header at column 0, the body where it was in the file.
+        let mined = "@cached\ndef f(self,\n      x):\n        if x:\n            return 2\n";
+        assert_eq!(
+            reindent(mined, "    @cached\n    def f(self,\n          x):\n        return 1\n"),
+            "    @cached\n    def f(self,\n          x):\n        if x:\n            return 2\n"
+        );
         let edit = minimal_edit(old, "    def f(self):\n        return 2\n", 100);
         assert_eq!((edit.range, edit.content.as_str()), (132..133, "2"));
     }

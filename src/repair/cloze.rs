@@ -1,6 +1,7 @@
 //! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
 
 use super::candidate::Source;
+use super::patcher::ModelTurns;
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
 use crate::localize::Localization;
 use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm};
@@ -106,8 +107,14 @@ pub struct ClozeSource {
 
 impl ClozeSource {
     /// Plan the prompts for the most suspicious lines and start sampling in the background.
+    /// With `turns`, it takes turns with the patcher's thread (see [`ModelTurns`]).
     #[must_use]
-    pub fn start(project: &Project, localization: &Localization, options: &ClozeOptions) -> ClozeSource {
+    pub fn start(
+        project: &Project,
+        localization: &Localization,
+        options: &ClozeOptions,
+        turns: Option<Arc<ModelTurns>>,
+    ) -> ClozeSource {
         let windows: Vec<Vec<FunctionJob>> = (0..WINDOWS)
             .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
             .take_while(|jobs| !jobs.is_empty())
@@ -122,6 +129,7 @@ impl ClozeSource {
             stats: Arc::clone(&stats),
             options: options.clone(),
             started: Instant::now(),
+            turns,
         };
         std::thread::spawn(move || worker.run(&windows));
         ClozeSource { rx, stop, paused, stats }
@@ -237,22 +245,29 @@ struct Worker {
     stats: Arc<Mutex<ClozeStats>>,
     options: ClozeOptions,
     started: Instant,
+    turns: Option<Arc<ModelTurns>>,
 }
 
 impl Worker {
     /// Every pass over its window of lines, until the search stops.
     fn run(&self, windows: &[Vec<FunctionJob>]) {
         let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| {
-            for pass in passes(windows.len(), self.options.temperature) {
+            for (i, pass) in passes(windows.len(), self.options.temperature).into_iter().enumerate() {
                 for job in &windows[pass.window] {
                     if self.stopped() {
                         return Ok(());
                     }
                     self.function(&lm, job, pass)?;
                 }
+                if let (0, Some(turns)) = (i, &self.turns) {
+                    turns.first_window_done();
+                }
             }
             Ok(())
         });
+        if let Some(turns) = &self.turns {
+            turns.first_window_done();
+        }
         let mut stats = self.stats.lock().expect("cloze stats");
         stats.seconds = self.started.elapsed().as_secs_f64();
         if let Err(err) = result {
@@ -285,6 +300,7 @@ impl Worker {
             if self.stopped() {
                 return Ok(());
             }
+            let _turn = self.turns.as_ref().map(|t| t.lines_turn());
             let before: String = lines[at..target].concat();
             let Some(next) = self.extend(lm, Some(&cursor), &before)? else { return Ok(()) };
             cursor = next;
@@ -639,6 +655,7 @@ mod tests {
             stats: Arc::new(Mutex::new(ClozeStats::default())),
             options: ClozeOptions::new(std::path::PathBuf::from("unused.gguf")),
             started: Instant::now(),
+            turns: None,
         };
         let resume = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(150));

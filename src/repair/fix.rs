@@ -4,10 +4,11 @@ use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
 use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::minimal;
+use super::patcher::{ModelTurns, PatcherSource};
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
 use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
-use super::sources::{CombinationSource, OperatorSource, PatcherSource, TemplateSource};
+use super::sources::{CombinationSource, OperatorSource, TemplateSource};
 use super::templates::Templates;
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
@@ -99,9 +100,14 @@ impl RankOptions {
 /// The seq2seq patcher as a candidate source beside the operators.
 #[derive(Debug, Clone)]
 pub struct NeuralOptions {
-    /// Model directory (config.json, tokenizer.json, model.safetensors).
+    /// Model directory: a T5 model (config.json, tokenizer.json, model.safetensors) or a LoRA
+    /// adapter on SmolLM2 (adapter_config.json, adapter_model.safetensors).
     pub model: PathBuf,
     pub limits: NeuralLimits,
+    /// The bundled patcher (`fix`'s default): failing to load it is only a warning, and it
+    /// waits for the language-model lines' first window. A patcher asked for must load, and
+    /// goes first.
+    pub bundled: bool,
 }
 
 /// Why `fix` could not search for a patch at all.
@@ -264,7 +270,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     let project = Project::load(&options.repo)?;
     let mut warnings: Vec<String> = project.warnings().iter().map(ToString::to_string).collect();
     // Models load first: a bad model directory should fail before the baseline runs.
-    let sampler = load_patcher(options)?;
+    let sampler = load_patcher(options, &mut warnings)?;
     let ranker = load_ranker(options, &mut warnings)?;
     let (pytest, sandbox_warning) =
         crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
@@ -289,7 +295,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     outcome.localization = localize(&project, &outcome.without_unselected_failures());
     outcome.localization.retain_editable(&project, &options.exclude);
     let budget = Budget::new(start, options.timeout, &outcome.baseline);
-    let (sources, lm_stats) = sources(options, &project, &outcome.localization, sampler);
+    let (sources, handles) = sources(options, &project, &outcome.localization, sampler);
     let search = Mutex::new(Search::new(&project, sources, budget.late_at).excluding(options.exclude.clone()));
     let ranking = outcome.ranking.take();
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
@@ -305,18 +311,31 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(outcome.baseline_elapsed));
     let search = search.into_inner().expect("search lock");
     outcome.validated = search.validated();
-    outcome.lm = lm_stats.map(|stats| stats.lock().expect("cloze stats").clone());
+    outcome.lm = handles.lm.map(|stats| stats.lock().expect("cloze stats").clone());
     if let Some(err) = outcome.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
         outcome.warnings.push(format!("language-model candidates stopped: {err}"));
+    }
+    if let Some(err) = handles.patcher_error.and_then(|e| e.lock().expect("patcher error").take()) {
+        outcome.warnings.push(format!("patcher candidates stopped: {err}"));
     }
     outcome.finish(&project, &search, best, end, start.elapsed());
     Ok(outcome)
 }
 
 /// The trained patcher of `--model`, checked to be a patch model.
-fn load_patcher(options: &FixOptions) -> Result<Option<(crate::model::Patcher, NeuralLimits)>, FixError> {
+fn load_patcher(
+    options: &FixOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(crate::model::Patcher, NeuralLimits)>, FixError> {
     let Some(neural) = &options.neural else { return Ok(None) };
-    let sampler = crate::model::Patcher::load(&neural.model)?;
+    let sampler = match crate::model::Patcher::load(&neural.model) {
+        Ok(sampler) => sampler,
+        Err(err) if neural.bundled => {
+            warnings.push(format!("patcher candidates are off ({err})"));
+            return Ok(None);
+        }
+        Err(err) => return Err(err.into()),
+    };
     if sampler.task() != crate::model::Task::Patch {
         return Err(FixError::WrongTask(neural.model.clone(), sampler.task().name()));
     }
@@ -371,7 +390,7 @@ fn sources<'p>(
     project: &'p Project,
     localization: &Localization,
     patcher: Option<(crate::model::Patcher, NeuralLimits)>,
-) -> (Vec<Box<dyn CandidateSource + 'p>>, Option<LmStats>) {
+) -> (Vec<Box<dyn CandidateSource + 'p>>, Handles) {
     let mut sources: Vec<Box<dyn CandidateSource + 'p>> = vec![Box::new(OperatorSource::new(
         project,
         &localization.lines,
@@ -386,17 +405,29 @@ fn sources<'p>(
             Arc::clone(templates),
         )));
     }
-    let mut lm_stats = None;
+    let mut handles = Handles::default();
+    // The line sampler and the patcher share the CPU's model time by turns.
+    let bundled = options.neural.as_ref().is_some_and(|n| n.bundled);
+    let turns = (options.lm.is_some() && patcher.is_some()).then(|| Arc::new(ModelTurns::new(!bundled)));
     if let Some(lm) = &options.lm {
-        let source = ClozeSource::start(project, localization, lm);
-        lm_stats = Some(source.stats());
+        let source = ClozeSource::start(project, localization, lm, turns.clone());
+        handles.lm = Some(source.stats());
         sources.push(Box::new(source));
     }
     if let Some((sampler, limits)) = patcher {
-        sources.push(Box::new(PatcherSource::new(project, &localization.functions, sampler, limits)));
+        let source = PatcherSource::start(project, &localization.functions, sampler, &limits, turns);
+        handles.patcher_error = Some(source.error());
+        sources.push(Box::new(source));
     }
     sources.push(Box::new(CombinationSource::default()));
-    (sources, lm_stats)
+    (sources, handles)
+}
+
+/// What the background sources report after the search.
+#[derive(Default)]
+struct Handles {
+    lm: Option<LmStats>,
+    patcher_error: Option<Arc<Mutex<Option<String>>>>,
 }
 
 /// Where the budget goes: the search ends early enough for the confirmation runs.
@@ -736,8 +767,18 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         loop {
             let choice = {
                 let search = self.search.lock().expect("search lock");
-                let plausible: Vec<&Candidate> =
-                    search.plausible().into_iter().map(|id| search.candidate(id)).collect();
+                let scores = self.ranking.as_ref().map(|r| &r.scores);
+                let (plausible, implausible): (Vec<&Candidate>, Vec<&Candidate>) = search
+                    .plausible()
+                    .into_iter()
+                    .map(|id| search.candidate(id))
+                    .partition(|c| !rank::implausible(scores.and_then(|s| s.get(&c.id))));
+                if !implausible.is_empty() {
+                    push_note(&self.notes, format!(
+                        "some plausible patches are not reported: SmolLM2 finds their function over {:.0} nats less likely than the original (patches that fit the tests rather than fix the bug; `implausible` in --json)",
+                        -rank::MIN_GAIN
+                    ));
+                }
                 let superseded = minimal::superseded(search.project(), &plausible);
                 if let Some(ranking) = &mut self.ranking {
                     ranking.superseded.clone_from(&superseded);

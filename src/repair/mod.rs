@@ -7,6 +7,7 @@ pub mod lab;
 pub mod minimal;
 pub mod operators;
 pub mod pairs;
+pub mod patcher;
 pub mod priors;
 pub mod rank;
 pub mod search;

@@ -39,6 +39,18 @@ impl Naturalness {
     }
 }
 
+/// A plausible patch whose function SmolLM2 finds this many nats less likely than the buggy
+/// one (e²⁰ times) is not reported: on the held-out suite such patches fit the visible tests
+/// (`line.split(f" ")[1]` for a header value) far more often than they fix the bug.
+pub const MIN_GAIN: f64 = -20.0;
+
+/// Whether a scored plausible patch reads too unnatural to report ([`MIN_GAIN`]); unscored
+/// patches are never ruled out.
+#[must_use]
+pub fn implausible(naturalness: Option<&Naturalness>) -> bool {
+    naturalness.is_some_and(|n| n.gain() < MIN_GAIN)
+}
+
 /// The ranking key of a candidate: `ln(score) + LIKELIHOOD_WEIGHT × gain`; candidates that
 /// could not be scored (edits outside function bodies) count as no gain.
 #[must_use]
@@ -299,5 +311,17 @@ mod tests {
         assert!((combined(0.5, Some(&n(4.0))) - (0.5f64.ln() + 2.0)).abs() < 1e-12);
         // A 4-nat gain beats a twice higher operator score.
         assert!(combined(0.2, Some(&n(4.0))) > combined(0.4, Some(&n(0.0))));
+    }
+
+    #[test]
+    fn only_scored_patches_far_less_likely_than_the_bug_are_ruled_out() {
+        let n = |gain: f64| Naturalness {
+            patched: Likelihood { nats: gain - 30.0, tokens: 9 },
+            original: Likelihood { nats: -30.0, tokens: 9 },
+        };
+        assert!(!implausible(None));
+        assert!(!implausible(Some(&n(-19.9))));
+        assert!(!implausible(Some(&n(3.0))));
+        assert!(implausible(Some(&n(-24.7))));
     }
 }

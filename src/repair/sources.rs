@@ -1,11 +1,11 @@
-//! Candidate sources for the search: operators per line, the trained patcher, combinations of partial fixes.
+//! Candidate sources for the search: operators and templates per line, combinations of partial fixes.
 
-use super::candidate::{self, Candidate, CandidateId, NeuralLimits};
+use super::candidate::{self, Candidate, CandidateId};
 use super::operators::{FileScope, Operator};
 use super::priors::Priors;
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
 use super::templates::Templates;
-use crate::localize::{SuspiciousFunction, SuspiciousLine};
+use crate::localize::SuspiciousLine;
 use crate::project::Project;
 use std::collections::{HashMap, HashSet};
 
@@ -100,59 +100,6 @@ impl CandidateSource for TemplateSource<'_> {
             })
             .collect();
         Produced::Batch(proposals)
-    }
-}
-
-/// The trained seq2seq patcher (`fix --model`): samples rewrites of one suspicious function
-/// per batch.
-pub struct PatcherSource<'p> {
-    project: &'p Project,
-    functions: Vec<SuspiciousFunction>,
-    next: usize,
-    sampler: crate::model::Patcher,
-    limits: NeuralLimits,
-    /// Set when sampling failed: the source stops and the error is reported once.
-    pub error: Option<crate::model::ModelError>,
-}
-
-impl<'p> PatcherSource<'p> {
-    #[must_use]
-    pub fn new(
-        project: &'p Project,
-        functions: &[SuspiciousFunction],
-        sampler: crate::model::Patcher,
-        limits: NeuralLimits,
-    ) -> Self {
-        let functions = functions.iter().take(limits.max_functions).cloned().collect();
-        PatcherSource { project, functions, next: 0, sampler, limits, error: None }
-    }
-}
-
-/// Prior of the patcher's rewrites relative to the operators'.
-const PATCHER_BOUND: f64 = 0.7;
-
-impl CandidateSource for PatcherSource<'_> {
-    fn kind(&self) -> SourceKind {
-        SourceKind::Patcher
-    }
-
-    fn bound(&self) -> f64 {
-        self.functions.get(self.next).map_or(0.0, |f| f.score * PATCHER_BOUND)
-    }
-
-    fn next(&mut self, _view: &View<'_>) -> Produced {
-        if self.error.is_some() {
-            return Produced::Exhausted;
-        }
-        let Some(function) = self.functions.get(self.next) else { return Produced::Exhausted };
-        self.next += 1;
-        match candidate::neural_proposals(self.project, function, &mut self.sampler, &self.limits) {
-            Ok(proposals) => Produced::Batch(proposals),
-            Err(err) => {
-                self.error = Some(err);
-                Produced::Exhausted
-            }
-        }
     }
 }
 

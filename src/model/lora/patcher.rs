@@ -1,4 +1,4 @@
-//! A trained LoRA adapter as a patcher: the base GGUF with the adapter merged, whole functions sampled as a batch on one shared prompt cache.
+//! A trained LoRA adapter as a patcher: the base GGUF's quantized weights with the adapter's low-rank updates beside them, whole functions sampled as a batch on one shared prompt cache.
 
 use super::train::prompt_text;
 use super::{block_count, AdapterDir, LoraConfig};
@@ -7,7 +7,6 @@ use crate::model::smollm::{LineSampling, SmolLm, Until};
 use crate::model::{ModelError, Sample, SampleOptions};
 use candle_core::quantized::gguf_file;
 use candle_core::Device;
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// A loaded adapter and its base model.
@@ -32,8 +31,8 @@ impl LmPatcher {
         let base = dir.base(&config)?;
         let mut file = std::fs::File::open(&base).map_err(|e| ModelError::Io(base.display().to_string(), e))?;
         let ct = gguf_file::Content::read(&mut file)?;
-        let deltas: HashMap<String, candle_core::Tensor> = dir.deltas(&config, block_count(&ct)?, device)?;
-        let lm = SmolLm::load_adapted(&base, &deltas, device)?;
+        let adapter = dir.low_ranks(&config, block_count(&ct)?, device)?;
+        let lm = SmolLm::load_adapted(&base, &adapter, device)?;
         Ok(LmPatcher { lm, config })
     }
 
@@ -64,8 +63,24 @@ impl LmPatcher {
     /// # Errors
     /// On tensor or tokenizer errors.
     pub fn sample(&self, source: &str, opts: &SampleOptions) -> Result<SampleRun, ModelError> {
+        self.sample_until(source, "", opts, &|| false)
+    }
+
+    /// [`LmPatcher::sample`] with each completion starting with `lead` (the function's
+    /// unchanged header, so the model writes the target rather than a neighbour shown in the
+    /// skeleton; the samples include it), ending early once `stop` says so.
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors.
+    pub fn sample_until(
+        &self,
+        source: &str,
+        lead: &str,
+        opts: &SampleOptions,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<SampleRun, ModelError> {
         let started = Instant::now();
-        let prefix = self.lm.prefix(&self.prompt(source)?)?;
+        let prefix = self.lm.prefix(&format!("{}{lead}", self.prompt(source)?))?;
         let options = LineSampling {
             n: opts.n.max(1),
             max_tokens: opts.max_len.min(self.config.max_completion_tokens).max(1),
@@ -74,11 +89,11 @@ impl LmPatcher {
             seed: opts.seed,
             until: Until::EndOfText,
         };
-        let drawn = self.lm.sample_lines(&prefix, &options, &|| false)?;
+        let drawn = self.lm.sample_lines(&prefix, &options, stop)?;
         let tokens = drawn.iter().map(|d| d.tokens).sum();
         let mut samples: Vec<Sample> = Vec::new();
         for d in drawn {
-            let text = d.text.trim_end().to_string();
+            let text = format!("{lead}{}", d.text).trim_end().to_string();
             match samples.iter_mut().find(|s| s.text == text) {
                 Some(s) => s.count += 1,
                 None => samples.push(Sample { text, count: 1, log_prob: d.nats, finished: d.complete }),
