@@ -1,6 +1,7 @@
 //! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
 
 use super::candidate::Source;
+use super::feed::{Feed, FeedSender};
 use super::patcher::ModelTurns;
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
 use crate::localize::Localization;
@@ -10,7 +11,7 @@ use crate::patch::{Edit, Patch};
 use crate::project::Project;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -99,9 +100,7 @@ struct FunctionJob {
 
 /// Candidates sampled from SmolLM2 by a background thread, handed to the search as they come.
 pub struct ClozeSource {
-    rx: Receiver<Vec<Proposal>>,
-    stop: Arc<AtomicBool>,
-    paused: Arc<AtomicBool>,
+    feed: Feed,
     stats: Arc<Mutex<ClozeStats>>,
 }
 
@@ -119,33 +118,25 @@ impl ClozeSource {
             .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
             .take_while(|jobs| !jobs.is_empty())
             .collect();
-        let (tx, rx) = mpsc::channel();
-        let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (feed, FeedSender { tx, stop, paused }) = Feed::new();
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
         let worker = Worker {
             tx,
-            stop: Arc::clone(&stop),
-            paused: Arc::clone(&paused),
+            stop,
+            paused,
             stats: Arc::clone(&stats),
             options: options.clone(),
             started: Instant::now(),
             turns,
         };
         std::thread::spawn(move || worker.run(&windows));
-        ClozeSource { rx, stop, paused, stats }
+        ClozeSource { feed, stats }
     }
 
     /// A handle on the sampler's statistics (read after the search).
     #[must_use]
     pub fn stats(&self) -> Arc<Mutex<ClozeStats>> {
         Arc::clone(&self.stats)
-    }
-}
-
-impl Drop for ClozeSource {
-    fn drop(&mut self) {
-        // The thread ends at its next step; nobody waits for it.
-        self.stop.store(true, Ordering::SeqCst);
     }
 }
 
@@ -159,19 +150,11 @@ impl CandidateSource for ClozeSource {
     }
 
     fn pause(&self, paused: bool) {
-        self.paused.store(paused, Ordering::SeqCst);
+        self.feed.pause(paused);
     }
 
     fn next(&mut self, _view: &View<'_>) -> Produced {
-        let mut batch = Vec::new();
-        loop {
-            match self.rx.try_recv() {
-                Ok(proposals) => batch.extend(proposals),
-                Err(TryRecvError::Empty) if batch.is_empty() => return Produced::Pending,
-                Err(TryRecvError::Disconnected) if batch.is_empty() => return Produced::Exhausted,
-                Err(_) => return Produced::Batch(batch),
-            }
-        }
+        self.feed.drain()
     }
 }
 
@@ -646,7 +629,7 @@ mod tests {
 
     #[test]
     fn a_paused_worker_waits_at_its_next_step_until_resumed_or_stopped() {
-        let (tx, _rx) = mpsc::channel();
+        let (tx, _rx) = std::sync::mpsc::channel();
         let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(true)));
         let worker = Worker {
             tx,

@@ -2,6 +2,7 @@
 
 pub mod candidate;
 pub mod cloze;
+pub mod feed;
 pub mod fix;
 pub mod lab;
 pub mod minimal;

@@ -1,13 +1,14 @@
 //! The trained patcher as a background candidate source: whole-function rewrites sampled on their own thread, taking turns with the language-model lines.
 
 use super::candidate::{minimal_edit, reindent, NeuralLimits, Source};
+use super::feed::{Feed, FeedSender};
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
 use crate::localize::SuspiciousFunction;
 use crate::model::{ModelError, Patcher, SampleOptions, SampleRun};
 use crate::patch::Patch;
 use crate::project::Project;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -226,9 +227,7 @@ fn defines(text: &str, name: &str) -> bool {
 /// The trained patcher (`fix --model`, or the bundled adapter): rewrites of the most
 /// suspicious functions, sampled on a background thread and handed to the search as they come.
 pub struct PatcherSource {
-    rx: Receiver<Vec<Proposal>>,
-    stop: Arc<AtomicBool>,
-    paused: Arc<AtomicBool>,
+    feed: Feed,
     error: Arc<Mutex<Option<String>>>,
 }
 
@@ -248,32 +247,17 @@ impl PatcherSource {
             .filter_map(|f| FunctionPlan::new(project, f, &count, limits.budget))
             .take(limits.max_functions)
             .collect();
-        let (tx, rx) = mpsc::channel();
-        let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (feed, FeedSender { tx, stop, paused }) = Feed::new();
         let error = Arc::new(Mutex::new(None));
-        let worker = Worker {
-            tx,
-            stop: Arc::clone(&stop),
-            paused: Arc::clone(&paused),
-            error: Arc::clone(&error),
-            limits: limits.clone(),
-            turns,
-        };
+        let worker = Worker { tx, stop, paused, error: Arc::clone(&error), limits: limits.clone(), turns };
         std::thread::spawn(move || worker.run(sampler, &plans));
-        PatcherSource { rx, stop, paused, error }
+        PatcherSource { feed, error }
     }
 
     /// Why sampling stopped, if it failed (read after the search).
     #[must_use]
     pub fn error(&self) -> Arc<Mutex<Option<String>>> {
         Arc::clone(&self.error)
-    }
-}
-
-impl Drop for PatcherSource {
-    fn drop(&mut self) {
-        // The thread ends at its next step; nobody waits for it.
-        self.stop.store(true, Ordering::SeqCst);
     }
 }
 
@@ -287,19 +271,11 @@ impl CandidateSource for PatcherSource {
     }
 
     fn pause(&self, paused: bool) {
-        self.paused.store(paused, Ordering::SeqCst);
+        self.feed.pause(paused);
     }
 
     fn next(&mut self, _view: &View<'_>) -> Produced {
-        let mut batch = Vec::new();
-        loop {
-            match self.rx.try_recv() {
-                Ok(proposals) => batch.extend(proposals),
-                Err(TryRecvError::Empty) if batch.is_empty() => return Produced::Pending,
-                Err(TryRecvError::Disconnected) if batch.is_empty() => return Produced::Exhausted,
-                Err(_) => return Produced::Batch(batch),
-            }
-        }
+        self.feed.drain()
     }
 }
 
