@@ -305,16 +305,11 @@ fn fix_uses_a_trained_patcher_as_a_candidate_source() {
 
     let project = tempfile::tempdir().unwrap();
     write_project(project.path());
-    let out = deepdebug()
-        .args(["fix", "--json", "--timeout", "60s", "--samples", "4", "--temperature", "0.5", "--repo"])
-        .arg(project.path())
-        .arg("--model")
-        .arg(&model_dir.path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report: serde_json::Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let report = fix_json(
+        project.path(),
+        &["--json", "--timeout", "60s", "--samples", "4", "--temperature", "0.5"],
+        &model_dir.path,
+    );
     let tried = report["tried"].as_array().unwrap();
     let neural: Vec<_> = tried.iter().filter(|t| t["source"] == "neural").collect();
     assert!(!neural.is_empty(), "no neural candidate was validated: {report:#}");
@@ -523,6 +518,13 @@ fn inject_plants_bugs_sampled_from_a_bug_creator_model() {
     assert!(!out.status.success());
 }
 
+/// `deepdebug fix ARGS --repo PROJECT --model MODEL`'s `--json` report (a panic shows stderr).
+fn fix_json(project: &Path, args: &[&str], model: &Path) -> serde_json::Value {
+    let out = deepdebug().arg("fix").args(args).arg("--repo").arg(project).arg("--model").arg(model).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// The `step N  loss X` lines of a training run's stderr.
 fn step_losses(stderr: &str) -> Vec<f32> {
     stderr
@@ -613,16 +615,8 @@ fn lora_patcher_trains_resumes_scores_samples_and_fixes_when_smollm2_is_installe
     assert!(samples.iter().any(parses), "{samples:#?}");
 
     // `fix --model ADAPTER` proposes the learned fix.
-    let out = deepdebug()
-        .args(["fix", "--json", "--timeout", "90s", "--samples", "4", "--temperature", "0.5", "--repo"])
-        .arg(project.path())
-        .arg("--model")
-        .arg(&adapter)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report: serde_json::Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let report =
+        fix_json(project.path(), &["--json", "--timeout", "90s", "--samples", "4", "--temperature", "0.5"], &adapter);
     assert_eq!(report["status"], "fixed", "{report:#}");
     let tried = report["tried"].as_array().unwrap();
     assert!(tried.iter().any(|t| t["source"] == "neural"), "no neural candidate was validated: {report:#}");
@@ -665,16 +659,8 @@ fn fix_samples_whole_function_rewrites_from_the_shipped_adapter_when_smollm2_is_
     )
     .unwrap();
     let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/patcher-smollm-lora");
-    let out = deepdebug()
-        .args(["fix", "--json", "--timeout", "40s", "--lm", "none", "--templates", "none", "--repo"])
-        .arg(project.path())
-        .arg("--model")
-        .arg(&adapter)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report: serde_json::Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let report =
+        fix_json(project.path(), &["--json", "--timeout", "40s", "--lm", "none", "--templates", "none"], &adapter);
     let patcher = report["sources"].as_array().unwrap().iter().find(|s| s["source"] == "patcher").unwrap();
     assert!(patcher["generated"].as_u64().unwrap() > 0, "{report:#}");
     let neural: Vec<&serde_json::Value> =
