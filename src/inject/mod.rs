@@ -1,6 +1,9 @@
 //! `deepdebug inject`: plant heuristic bugs in tested functions, keep those the tests catch, record traces.
 
+mod lm;
 mod row;
+
+pub use lm::{LineBug, LinePlanter, LmBugs};
 
 pub use row::{BugRow, FrameRow, KindStats, RepoReport, RepoStatus, INJECT_FORMAT_VERSION};
 
@@ -37,6 +40,8 @@ pub struct InjectOptions {
     pub model: Option<PathBuf>,
     /// Neural bugs sampled per function (with `model`).
     pub neural_samples: usize,
+    /// SmolLM2 rewrites covered lines of some functions: planted as `neural-lm` bugs.
+    pub lm: Option<LmBugs>,
     /// Sandbox of every test run.
     pub sandbox: crate::sandbox::SandboxKind,
     pub docker: crate::sandbox::DockerConfig,
@@ -109,6 +114,8 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         }
         None => None,
     };
+    let planter = options.lm.clone().map(LinePlanter::load).transpose()?;
+    let mut models = Models { sampler: sampler.as_mut(), planter: planter.as_ref() };
     let mut repos = options.repos.clone();
     repos.sort();
     repos.dedup();
@@ -120,7 +127,7 @@ pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> 
         if checkpoint.repos.iter().any(|r| r.repo == name) {
             continue; // finished before an interruption
         }
-        let (report, rows) = match inject_repo(repo, options, sampler.as_mut(), on_event) {
+        let (report, rows) = match inject_repo(repo, options, &mut models, on_event) {
             Ok(done) => done,
             Err(RepoError::Skip(reason)) => (RepoReport::skipped(&name, reason), Vec::new()),
             Err(RepoError::Fatal(err)) => return Err(err),
@@ -212,10 +219,18 @@ struct Mutant {
     skeleton: String,
 }
 
+/// The models that plant neural bugs, when asked for.
+struct Models<'m> {
+    /// The bug-creator (`--model`).
+    sampler: Option<&'m mut crate::model::Patcher>,
+    /// SmolLM2's line rewrites (`--lm-bugs`).
+    planter: Option<&'m LinePlanter>,
+}
+
 fn inject_repo(
     repo: &Path,
     options: &InjectOptions,
-    sampler: Option<&mut crate::model::Patcher>,
+    models: &mut Models<'_>,
     on_event: &(dyn Fn(InjectEvent) + Sync),
 ) -> Result<(RepoReport, Vec<BugRow>), RepoError> {
     let started = Instant::now();
@@ -249,7 +264,7 @@ fn inject_repo(
     }
     // Sampling neural bugs may take at most half the repository's budget: the rest runs tests.
     let sampling_deadline = started + options.repo_timeout / 2;
-    let mutants = plan(&project, &baseline, &passing, options, sampler, sampling_deadline)
+    let mutants = plan(&project, &baseline, &passing, options, models, sampling_deadline)
         .map_err(|e| RepoError::Fatal(e.into()))?;
     on_event(InjectEvent::RepoStarted { repo: name.clone(), mutants: mutants.len() });
     let deadline = started + options.repo_timeout;
@@ -318,10 +333,12 @@ fn plan(
     baseline: &Session,
     passing: &BTreeSet<String>,
     options: &InjectOptions,
-    mut sampler: Option<&mut crate::model::Patcher>,
+    models: &mut Models<'_>,
     sampling_deadline: Instant,
 ) -> Result<Vec<Mutant>, crate::model::ModelError> {
     let mut out = Vec::new();
+    let mut lm_sites = Vec::new();
+    let mut sampler = models.sampler.as_deref_mut();
     for file in project.repair_targets() {
         let scope = FileScope::of(&file.parsed);
         let text = file.parsed.text();
@@ -381,6 +398,18 @@ fn plan(
                     by_operator.entry(m.operator.name()).or_default().push((line, m));
                 }
             }
+            if models.planter.is_some() {
+                let lines = lm::rewritable(text, &def, &covered_lines.iter().copied().collect::<Vec<_>>());
+                if !lines.is_empty() {
+                    lm_sites.push(LmSite {
+                        file,
+                        def: def.clone(),
+                        lines,
+                        tests: tests.clone(),
+                        skeleton: skeleton.clone(),
+                    });
+                }
+            }
             let mut seen = HashSet::new();
             // Every distinct neural bug is tried, on top of the heuristic ones.
             if let Some(sampler) = sampler.as_deref_mut().filter(|_| Instant::now() < sampling_deadline) {
@@ -428,6 +457,65 @@ fn plan(
                     }
                 }
             }
+        }
+    }
+    if let Some(planter) = models.planter {
+        out.extend(lm_mutants(planter, lm_sites, options.seed, sampling_deadline)?);
+    }
+    Ok(out)
+}
+
+/// A covered function whose lines SmolLM2 may rewrite.
+struct LmSite<'p> {
+    file: &'p crate::project::SourceFile,
+    def: crate::python::FunctionDef,
+    lines: Vec<usize>,
+    tests: Vec<String>,
+    skeleton: String,
+}
+
+/// `neural-lm` bugs in a seeded choice of `planter.options.functions` sites, a seeded
+/// choice of lines in each, until the sampling deadline.
+fn lm_mutants(
+    planter: &LinePlanter,
+    mut sites: Vec<LmSite<'_>>,
+    seed: u64,
+    deadline: Instant,
+) -> Result<Vec<Mutant>, crate::model::ModelError> {
+    let mut rng = crate::rng::Rng::new(seed ^ 0x6c6d);
+    rng.shuffle(&mut sites);
+    let mut out = Vec::new();
+    for site in sites.iter_mut().take(planter.options.functions) {
+        if Instant::now() >= deadline {
+            break;
+        }
+        rng.shuffle(&mut site.lines);
+        site.lines.truncate(planter.options.lines);
+        let text = site.file.parsed.text();
+        let mut seen = HashSet::new();
+        let salt = seed ^ hash(&site.file.rel) ^ hash(&site.def.qualname);
+        for bug in planter.sample(text, &site.def, &site.lines, salt)? {
+            let patch =
+                Patch::single(site.file.rel.clone(), crate::patch::Edit::replacement(bug.range, bug.content.clone()));
+            let patched = patch.apply(text);
+            let reparsed = Parsed::new(patched.as_str());
+            if !reparsed.is_valid() || !seen.insert(patched.clone()) {
+                continue;
+            }
+            out.push(Mutant {
+                file: site.file.rel.clone(),
+                function: site.def.qualname.clone(),
+                class: site.def.class.clone(),
+                kind: "neural-lm",
+                line: bug.line,
+                description: format!("SmolLM2 rewrote line {}: `{}`", bug.line, bug.content.trim()),
+                focus: focus(&patch, &site.file.parsed, &reparsed),
+                text: patched,
+                patch,
+                tests: site.tests.clone(),
+                fn_range: site.def.byte_range.clone(),
+                skeleton: site.skeleton.clone(),
+            });
         }
     }
     Ok(out)

@@ -384,6 +384,7 @@ fn inject(
         engine: crate::repair::lab::EngineChoice::Batch,
         model: (cfg.inject.neural_samples > 0).then_some(bug_creator),
         neural_samples: cfg.inject.neural_samples,
+        lm: None,
         sandbox: cfg.sandbox()?,
         docker: crate::sandbox::DockerConfig::default(),
     };

@@ -199,7 +199,7 @@ fn plan(project: &Project, localization: &Localization, skip: usize, max_lines: 
 }
 
 /// The file's top-level imports and, for a method, the nearest `class` line above it.
-fn header(text: &str, class: Option<&str>, first: usize) -> String {
+pub(crate) fn header(text: &str, class: Option<&str>, first: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<&str> = lines
         .iter()
@@ -496,7 +496,7 @@ fn without_comment<'s>(site: &Site<'_>, variant: Variant, sample: &'s str) -> Op
 }
 
 /// Byte offset of a `#` comment in one line of Python (outside string literals).
-fn comment_start(line: &str) -> Option<usize> {
+pub(crate) fn comment_start(line: &str) -> Option<usize> {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for (i, c) in line.char_indices() {
@@ -576,7 +576,7 @@ fn is_word(c: char) -> bool {
 
 /// Byte offsets inside `line` after which the rest of the line is worth resampling: after
 /// the statement's `=`/`return`/`if`/`while`/`elif`, after the last `(` and after the last `.`.
-fn cuts(line: &str) -> Vec<usize> {
+pub(crate) fn cuts(line: &str) -> Vec<usize> {
     let code = line.trim_start();
     let indent = line.len() - code.len();
     let mut out = Vec::new();
