@@ -143,6 +143,10 @@ def table(results: list[dict], timeout: int) -> str:
     if real and planted:
         groups["ALL real"] = real
         groups["ALL planted"] = planted
+    neural = [r for r in planted if r["kind"] in ("inject:neural", "inject:neural-lm")]
+    if neural:
+        groups["ALL heuristic"] = [r for r in planted if r not in neural]
+        groups["ALL neural"] = neural
     head = (f"{'package':<17}{'bugs':>5}{'fixed':>6}{'genu':>5}{'(ast)':>6}{'p-only':>7}{'regr':>5}"
             f"  {'crash loc@1/5/10':<18}{'assert loc@1/5/10':<19}{'med ttf':>8}{'max over':>9}{'errors':>7}")
     lines = [f"realbugs: {len(results)} bugs, {timeout}s budget (genu: genuine, of which (ast) equal to the developer's/original code;"

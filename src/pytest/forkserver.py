@@ -90,16 +90,9 @@ def warm_up(items):
     import _pytest.fixtures
     import _pytest.python
     module = items[0].getparent(_pytest.python.Module) if items else None
-    if module is None:
+    if module is None or not only_own_test_hooks(module.config):
         return
     hook = module.config.hook
-    for name in ("pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup",
-                 "pytest_runtest_call", "pytest_runtest_teardown", "pytest_runtest_makereport",
-                 "pytest_runtest_logreport", "pytest_runtest_logfinish", "pytest_report_teststatus"):
-        for impl in getattr(hook, name).get_hookimpls():
-            owner = getattr(impl.plugin, "__name__", None) or type(impl.plugin).__module__
-            if not (owner.startswith("_pytest.") or owner == "deepdebug_plugin"):
-                return
 
     def deepdebug_warm_up():
         pass
@@ -114,6 +107,30 @@ def warm_up(items):
         import traceback
         traceback.print_exc()
     deepdebug_plugin.reset()
+
+
+def only_own_test_hooks(config):
+    """Whether nothing but pytest itself and this plugin implements a per-test hook."""
+    hook = config.hook
+    for name in ("pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup",
+                 "pytest_runtest_call", "pytest_runtest_teardown", "pytest_runtest_makereport",
+                 "pytest_runtest_logreport", "pytest_runtest_logfinish", "pytest_report_teststatus"):
+        for impl in getattr(hook, name).get_hookimpls():
+            owner = getattr(impl.plugin, "__name__", None) or type(impl.plugin).__module__
+            if not (owner.startswith("_pytest.") or owner == "deepdebug_plugin"):
+                return False
+    return True
+
+
+def quiet_terminal(config):
+    """Take pytest's terminal reporter out of the server's session: children write their
+    output to /dev/null, and reporting each test's progress took a tenth of a failing test's
+    protocol. Outcomes come from the plugin. Left in place when another plugin implements a
+    per-test hook (it may look the reporter up)."""
+    if only_own_test_hooks(config):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            config.pluginmanager.unregister(reporter)
 
 
 # The server imports the plugin before pytest does, so pytest warns that it cannot rewrite its
@@ -398,16 +415,19 @@ _WATCH_DEPTH = 4
 # A fingerprint slower than this (seconds, in the server) turns batches off.
 _FINGERPRINT_SLOW = 0.002
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis))
-_SEQUENCES = (list, tuple, set, frozenset, collections.deque)
+_SEQUENCES = (list, set, collections.deque)
+# Containers that cannot change: their entries are walked, not compared.
+_FROZEN = (tuple, frozenset)
 
 
 class Watch:
     """What the fingerprint compares, found once in the server: every dict (module globals,
-    class and instance attributes), sequence and set reachable from the project's modules
-    within `_WATCH_DEPTH` steps, the code of every function found, and the size of every
-    `functools` cache. Comparing the identities of the entries of each container catches a
-    rebinding, an insertion or a removal at any of these places; a container created later
-    hangs off a watched one, whose entries then change."""
+    class and instance attributes), list, set and deque reachable from the project's modules
+    within `_WATCH_DEPTH` steps (through tuples and frozensets, which cannot change), the code
+    of every function found and the number of its attributes (those it had are watched as a
+    dict), and the size of every `functools` cache. Comparing the identities of the entries of
+    each container catches a rebinding, an insertion or a removal at any of these places; a
+    container created later hangs off a watched one, whose entries then change."""
 
     def __init__(self):
         self.mappings, self.sequences, self.functions, self.caches, self.buffers = [], [], [], [], []
@@ -426,12 +446,16 @@ class Watch:
             self.take(len(value))
             self.sequences.append(value)
             children = value
+        elif isinstance(value, _FROZEN):
+            self.take(len(value))
+            children = value
         elif isinstance(value, bytearray):
             self.buffers.append(value)
             return
         elif isinstance(value, types.FunctionType):
             self.functions.append(value)
-            children = (value.__dict__, value.__defaults__, value.__kwdefaults__)
+            # Most functions have no attributes: their count is compared instead of a dict.
+            children = (value.__dict__ or None, value.__defaults__, value.__kwdefaults__)
         elif isinstance(value, type):
             children = (vars(value),) if value.__module__ in _PROJECT_NAMES else ()
         elif type(value).__name__ == "_lru_cache_wrapper":  # functools.lru_cache / cache
@@ -463,12 +487,14 @@ class Watch:
             acc.append(len(sequence))
             acc.extend(map(id, sequence))
         acc.extend(map(id, map(_CODE, self.functions)))
+        acc.extend(map(len, map(_ATTRIBUTES, self.functions)))
         acc.extend(cache.cache_info().currsize for cache in self.caches)
         acc.extend(map(hash, map(bytes, self.buffers)))
         return acc
 
 
 _CODE = operator.attrgetter("__code__")
+_ATTRIBUTES = operator.attrgetter("__dict__")
 # The environment as os.environ keeps it (encoded; iterating os.environ decodes every entry).
 _ENVIRON = getattr(os.environ, "_data", os.environ)
 
@@ -776,6 +802,7 @@ def main():
     for item in items:
         _BY_ID[item.nodeid] = item
     if session is not None:
+        quiet_terminal(session.config)
         warm_up(items)
         take_base()
     # Move everything allocated so far out of the collector's reach: children then do not
