@@ -103,6 +103,14 @@ def tools_dir(out: Path) -> Path:
     return d
 
 
+def _limit_suite():
+    """A suite run on planted bugs may loop or allocate without end: 4 GiB of address space and
+    20 CPU minutes at most, which still hold if this script is killed before its timeout."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    resource.setrlimit(resource.RLIMIT_CPU, (1200, 1200))
+
+
 def run_suite(python: Path, repo: Path, out: Path, timeout: float, all_tests: bool = False,
               extra_args: list[str] | None = None) -> dict:
     """Runs the whole pytest suite of `repo` (cwd) and returns {"tests": {nodeid: {...}}, "seconds",
@@ -121,7 +129,7 @@ def run_suite(python: Path, repo: Path, out: Path, timeout: float, all_tests: bo
     args = [str(python), "-m", "pytest", "-q", "-p", "rb_results", "-p", "no:cacheprovider"] + (extra_args or [])
     start = time.monotonic()
     proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_limit_suite)
     hung = False
     try:
         output, _ = proc.communicate(timeout=timeout)

@@ -460,9 +460,23 @@ fn plan(
         }
     }
     if let Some(planter) = models.planter {
-        out.extend(lm_mutants(planter, lm_sites, options.seed, sampling_deadline)?);
+        let lm = lm_mutants(planter, lm_sites, options.seed, sampling_deadline)?;
+        out = interleave(out, lm);
     }
     Ok(out)
+}
+
+/// `a` and `b` taken in turn while both last (validation may stop at the budget: both kinds
+/// get tried), then the rest of the longer one.
+fn interleave<T>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return out,
+            (x, y) => out.extend(x.into_iter().chain(y)),
+        }
+    }
 }
 
 /// A covered function whose lines SmolLM2 may rewrite.
@@ -619,4 +633,15 @@ fn validate(
 fn hash(text: &str) -> u64 {
     // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleave;
+
+    #[test]
+    fn interleaving_alternates_while_both_last_then_keeps_the_rest() {
+        assert_eq!(interleave(vec![1, 3, 5, 7], vec![2, 4]), vec![1, 2, 3, 4, 5, 7]);
+        assert_eq!(interleave(Vec::new(), vec![2, 4]), vec![2, 4]);
+    }
 }
