@@ -655,9 +655,11 @@ fn fix_samples_whole_function_rewrites_from_the_shipped_adapter_when_smollm2_is_
     .unwrap();
     std::fs::write(
         project.path().join("test_stock.py"),
-        "from stock import Stock\n\ndef test_receive():\n    s = Stock()\n    assert s.receive(3) == 3\n    assert s.log == [3]\n",
+        "from stock import Stock\n\ndef test_receive():\n    s = Stock()\n    assert s.receive(3) == 3\n    assert s.receive(2) == 5\n    assert s.log == [3, 2]\n    assert s.count == 5\n",
     )
     .unwrap();
+    // No operator edit passes (`return n` did, and ended the search before the patcher's first
+    // rewrite on a loaded machine): the search runs until the patcher has been heard.
     let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/patcher-smollm-lora");
     let report =
         fix_json(project.path(), &["--json", "--timeout", "40s", "--lm", "none", "--templates", "none"], &adapter);

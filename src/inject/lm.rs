@@ -58,9 +58,11 @@ impl LinePlanter {
     }
 
     /// Replacements of the 1-based `lines` of `def` in `text`, each sampled from the file's
-    /// imports (and class line) and the function up to that line: the whole line after its
-    /// indentation, and the rest of it after one cut (`return`, `=`, the last `(` or `.`).
-    /// Samples that do not end their line, or change no token, are dropped.
+    /// imports (and class line) and the function up to that line (one prompt cache, extended
+    /// line by line): the whole line after its indentation, and the rest of it after one cut
+    /// (`return`, `=`, the last `(` or `.`). Samples that do not end their line, or change no
+    /// token, are dropped. `stop` is asked before each step of the model: what was sampled
+    /// by then is returned.
     ///
     /// # Errors
     /// On a tensor or tokenizer error.
@@ -70,28 +72,39 @@ impl LinePlanter {
         def: &FunctionDef,
         lines: &[usize],
         seed: u64,
+        stop: &dyn Fn() -> bool,
     ) -> Result<Vec<LineBug>, ModelError> {
         let starts = line_starts(text);
+        let mut lines: Vec<usize> = lines.iter().copied().filter(|&l| l > def.start_line && l < starts.len()).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        let Some(&first_line) = lines.first() else { return Ok(Vec::new()) };
         let head = crate::repair::cloze::header(text, def.class.as_deref(), def.start_line - 1);
-        let first = starts[def.start_line - 1];
-        let mut out = Vec::new();
-        for &line in lines {
-            let (Some(&start), Some(&next)) = (starts.get(line - 1), starts.get(line)) else { continue };
+        let (first, upto) = (starts[def.start_line - 1], starts[first_line - 1]);
+        let Some(mut cursor) =
+            self.lm.extend_until(&self.lm.empty_prefix()?, &format!("{head}{}", &text[first..upto]), stop)?
+        else {
+            return Ok(Vec::new());
+        };
+        let (mut at, mut out) = (upto, Vec::new());
+        for line in lines {
+            let (start, next) = (starts[line - 1], starts[line]);
+            match self.lm.extend_until(&cursor, &text[at..start], stop)? {
+                Some(extended) => (cursor, at) = (extended, start),
+                None => return Ok(out),
+            }
             let old = text[start..next].trim_end_matches(['\n', '\r']);
-            let indent = &old[..old.len() - old.trim_start().len()];
-            let above = format!("{head}{}", &text[first..start]);
-            let prompts = std::iter::once(indent.len())
-                .chain(crate::repair::cloze::cuts(old).into_iter().rev().take(1))
-                .collect::<Vec<_>>();
-            for (variant, cut) in prompts.into_iter().enumerate() {
-                let prefix = self.lm.prefix(&format!("{above}{}", &old[..cut]))?;
+            let indent = old.len() - old.trim_start().len();
+            let cuts = std::iter::once(indent).chain(crate::repair::cloze::cuts(old).into_iter().rev().take(1));
+            for (variant, cut) in cuts.enumerate() {
+                let Some(prefix) = self.lm.extend_until(&cursor, &old[..cut], stop)? else { return Ok(out) };
                 let sampling = LineSampling {
                     n: self.options.samples,
                     temperature: TEMPERATURE,
                     seed: seed.wrapping_add(line as u64 * 131 + variant as u64),
                     ..LineSampling::default()
                 };
-                for sampled in self.lm.sample_lines(&prefix, &sampling, &|| false)? {
+                for sampled in self.lm.sample_lines(&prefix, &sampling, stop)? {
                     let content = format!("{}{}", &old[..cut], sampled.text.trim_end());
                     if sampled.complete && changes_code(old, &content) {
                         out.push(LineBug { line, range: start..start + old.len(), content, nats: sampled.nats });
@@ -175,7 +188,7 @@ mod tests {
         let text = "import math\n\n\ndef area(r):\n    scale = math.pi\n    return scale * r ** 2\n";
         let parsed = crate::python::Parsed::new(text);
         let def = crate::python::functions(&parsed).remove(0);
-        let bugs = planter.sample(text, &def, &[6], 7).unwrap();
+        let bugs = planter.sample(text, &def, &[6], 7, &|| false).unwrap();
         assert!(!bugs.is_empty(), "no sampled line changed the code");
         for bug in &bugs {
             assert_eq!(bug.line, 6);
@@ -183,6 +196,8 @@ mod tests {
             assert!(bug.content.starts_with("    ") && changes_code("    return scale * r ** 2", &bug.content));
         }
         // Seeded: the same call samples the same lines.
-        assert_eq!(planter.sample(text, &def, &[6], 7).unwrap(), bugs);
+        assert_eq!(planter.sample(text, &def, &[6], 7, &|| false).unwrap(), bugs);
+        // A stop asked for before the first step samples nothing.
+        assert!(planter.sample(text, &def, &[6], 7, &|| true).unwrap().is_empty());
     }
 }

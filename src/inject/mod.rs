@@ -1,4 +1,4 @@
-//! `deepdebug inject`: plant heuristic bugs in tested functions, keep those the tests catch, record traces.
+//! `deepdebug inject`: plant heuristic and neural bugs in tested functions, keep those the tests catch, record traces.
 
 mod lm;
 mod row;
@@ -508,7 +508,8 @@ fn lm_mutants(
         let text = site.file.parsed.text();
         let mut seen = HashSet::new();
         let salt = seed ^ hash(&site.file.rel) ^ hash(&site.def.qualname);
-        for bug in planter.sample(text, &site.def, &site.lines, salt)? {
+        let past_deadline = || Instant::now() >= deadline;
+        for bug in planter.sample(text, &site.def, &site.lines, salt, &past_deadline)? {
             let patch =
                 Patch::single(site.file.rel.clone(), crate::patch::Edit::replacement(bug.range, bug.content.clone()));
             let patched = patch.apply(text);
