@@ -140,12 +140,11 @@ fn changes_code(old: &str, new: &str) -> bool {
 /// Covered lines of `def` worth rewriting: statements, not its header, decorators, comments,
 /// docstrings or block openers such as `else:` and `try:`.
 #[must_use]
-pub fn rewritable(text: &str, def: &FunctionDef, covered: &[usize]) -> Vec<usize> {
+pub fn rewritable(text: &str, def: &FunctionDef, covered: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let first_body = text[..def.body_byte_range.start].matches('\n').count() + 1;
     let lines: Vec<&str> = text.lines().collect();
     covered
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|&l| l >= first_body && l > def.start_line)
         .filter(|&l| {
             let code = lines.get(l - 1).map_or("", |s| s.trim());
@@ -175,7 +174,7 @@ mod tests {
         let text = "def f(x):\n    \"\"\"Doc.\"\"\"\n    # note\n    try:\n        y = x + 1\n    finally:\n        pass\n    return y\n";
         let parsed = crate::python::Parsed::new(text);
         let def = crate::python::functions(&parsed).remove(0);
-        assert_eq!(rewritable(text, &def, &[1, 2, 3, 4, 5, 6, 7, 8]), vec![5, 8]);
+        assert_eq!(rewritable(text, &def, 1..=8), vec![5, 8]);
     }
 
     #[test]

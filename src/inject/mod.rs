@@ -399,7 +399,7 @@ fn plan(
                 }
             }
             if models.planter.is_some() {
-                let lines = lm::rewritable(text, &def, &covered_lines.iter().copied().collect::<Vec<_>>());
+                let lines = lm::rewritable(text, &def, covered_lines.iter().copied());
                 if !lines.is_empty() {
                     lm_sites.push(LmSite {
                         file,
