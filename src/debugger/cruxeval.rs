@@ -80,7 +80,63 @@ pub struct CruxReport {
     pub format_version: u32,
     pub rows: usize,
     pub pass_at_1: PassAt1,
+    /// With several samples per task (`--samples N`): pass@k per task, from all samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassAtK>,
     pub results: Vec<CruxRowResult>,
+}
+
+/// The unbiased pass@k estimate (Chen et al. 2021) per task over rows with `n` samples each:
+/// the mean over rows of `1 - C(n - c, k) / C(n, k)`, where `c` samples passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassAtK {
+    pub k: usize,
+    pub samples: usize,
+    pub output_step_return: f64,
+    pub output_breakpoint: f64,
+    pub input_inv_step_call: f64,
+}
+
+/// `1 - C(n - c, k) / C(n, k)`: the chance that k of n samples, c of them correct, hold one.
+#[must_use]
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> f64 {
+    if n < k || n - c < k {
+        return if c > 0 { 1.0 } else { 0.0 };
+    }
+    1.0 - ((n - c + 1)..=n).map(|i| 1.0 - k as f64 / i as f64).product::<f64>()
+}
+
+/// Combine reports of the same rows, one per sample (each from a sampling predictor), into
+/// one: the first sample's results and pass@1, and pass@k for k = 1 and every power of two
+/// up to the number of samples, estimated from all of them.
+///
+/// # Panics
+/// When `samples` is empty.
+#[must_use]
+pub fn combine_samples(samples: Vec<CruxReport>) -> CruxReport {
+    let n = samples.len();
+    let passes = |row: usize, get: fn(&CruxRowResult) -> &TaskResult| {
+        samples.iter().filter(|r| get(&r.results[row]).outcome == Outcome::Pass).count()
+    };
+    let rows = samples[0].results.len();
+    let rate = |k: usize, get: fn(&CruxRowResult) -> &TaskResult| {
+        (0..rows).map(|row| pass_at_k(n, passes(row, get), k)).sum::<f64>() / rows.max(1) as f64
+    };
+    let ks: Vec<usize> = std::iter::successors(Some(1usize), |k| Some(k * 2)).take_while(|&k| k <= n).collect();
+    let pass_at_k = ks
+        .into_iter()
+        .chain((!n.is_power_of_two()).then_some(n))
+        .map(|k| PassAtK {
+            k,
+            samples: n,
+            output_step_return: rate(k, |r| &r.output_step_return),
+            output_breakpoint: rate(k, |r| &r.output_breakpoint),
+            input_inv_step_call: rate(k, |r| &r.input_inv_step_call),
+        })
+        .collect();
+    let mut first = samples.into_iter().next().expect("at least one sample");
+    first.pass_at_k = pass_at_k;
+    first
 }
 
 /// Record the reference trace of every row (`None` where recording failed), in order.
@@ -343,10 +399,62 @@ pub fn evaluate(
             output_breakpoint: rate(|r| &r.output_breakpoint),
             input_inv_step_call: rate(|r| &r.input_inv_step_call),
         },
+        pass_at_k: Vec::new(),
         results,
     })
 }
 
 fn tasks(r: &CruxRowResult) -> [&TaskResult; 3] {
     [&r.output_step_return, &r.output_breakpoint, &r.input_inv_step_call]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(outcomes: &[[Outcome; 3]]) -> CruxReport {
+        let task = |outcome| TaskResult { outcome, prediction: None, script: None };
+        let results = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, [a, b, c])| CruxRowResult {
+                id: i.to_string(),
+                output_step_return: task(*a),
+                output_breakpoint: task(*b),
+                input_inv_step_call: task(*c),
+            })
+            .collect();
+        let zero = PassAt1 { output_step_return: 0.0, output_breakpoint: 0.0, input_inv_step_call: 0.0 };
+        CruxReport { format_version: 1, rows: outcomes.len(), pass_at_1: zero, pass_at_k: Vec::new(), results }
+    }
+
+    #[test]
+    fn pass_at_k_is_the_unbiased_estimate() {
+        assert!((pass_at_k(4, 0, 1)).abs() < 1e-12);
+        assert!((pass_at_k(4, 1, 1) - 0.25).abs() < 1e-12);
+        assert!((pass_at_k(4, 1, 2) - 0.5).abs() < 1e-12); // 1 - C(3,2)/C(4,2) = 1 - 3/6
+        assert!((pass_at_k(4, 3, 2) - 1.0).abs() < 1e-12);
+        assert!((pass_at_k(5, 2, 5) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn samples_combine_into_pass_at_k_per_task() {
+        use Outcome::{Fail, NoPrediction as None_, Pass};
+        // Row 0 passes the output task in one sample of four, row 1 in none.
+        let samples = vec![
+            report(&[[Pass, Fail, None_], [Fail, Fail, Fail]]),
+            report(&[[Fail, Fail, None_], [Fail, Fail, Fail]]),
+            report(&[[Fail, Fail, None_], [Fail, Pass, Fail]]),
+            report(&[[Fail, Fail, None_], [Fail, Pass, Fail]]),
+        ];
+        let combined = combine_samples(samples);
+        let ks: Vec<usize> = combined.pass_at_k.iter().map(|p| p.k).collect();
+        assert_eq!(ks, [1, 2, 4]);
+        let (at1, at4) = (&combined.pass_at_k[0], &combined.pass_at_k[2]);
+        assert!((at1.output_step_return - 0.125).abs() < 1e-12, "{at1:?}");
+        assert!((at4.output_step_return - 0.5).abs() < 1e-12 && (at4.output_breakpoint - 0.5).abs() < 1e-12);
+        assert!(at4.input_inv_step_call.abs() < 1e-12);
+        assert_eq!(combined.results[0].output_step_return.outcome, Pass, "the first sample's results stay");
+        assert_eq!(combine_samples(vec![report(&[[Pass, Pass, Pass]]); 3]).pass_at_k.last().unwrap().k, 3);
+    }
 }

@@ -388,7 +388,7 @@ impl Trajectory {
 
 /// A piece of grammar text: a special token or the plain text between tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     Token(&'a str),
     Text(&'a str),
 }
@@ -397,7 +397,8 @@ fn is_token_name(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
 
-fn pieces(text: &str) -> Vec<Piece<'_>> {
+/// Split grammar text into special tokens (by name, `frame_sep`) and the text between them.
+pub(crate) fn pieces(text: &str) -> Vec<Piece<'_>> {
     let mut out = Vec::new();
     let mut rest = text;
     let mut pending = 0;

@@ -7,6 +7,9 @@ use crate::model::data::Example;
 use crate::model::{t5, CodeTokenizer, ModelDir, ModelError, SampleOptions, Sampler, Task};
 use std::path::Path;
 
+mod lm;
+pub use lm::{grammar_text, lm_text, trajectory_segments, LmNextState};
+
 /// Errors from loading a next-state model.
 #[derive(Debug, thiserror::Error)]
 pub enum NeuralError {
@@ -179,26 +182,38 @@ pub fn frame_text(decoded: &str) -> String {
     format!("{FRAME_SEP}{}", &body[..end])
 }
 
-/// A trained [`Task::NextState`] model behind the [`NextStatePredictor`] interface: the
-/// prompt is fitted to the encoder ([`fit_prompt`]) and the next frame is decoded greedily,
-/// so predictions are deterministic.
+/// A trained [`Task::NextState`] model behind the [`NextStatePredictor`] interface: a T5
+/// directory (the prompt fitted to the encoder, [`fit_prompt`], the next frame decoded) or a
+/// LoRA adapter on SmolLM2 ([`LmNextState`]). Decoding is greedy, so predictions are
+/// deterministic, unless [`NeuralPredictor::with_sampling`] asks for samples.
 pub struct NeuralPredictor {
-    sampler: Sampler,
-    options: SampleOptions,
+    inner: Inner,
+}
+
+enum Inner {
+    T5 { sampler: Box<Sampler>, options: SampleOptions },
+    Lm(Box<LmNextState>),
 }
 
 impl std::fmt::Debug for NeuralPredictor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NeuralPredictor({:?})", self.sampler)
+        match &self.inner {
+            Inner::T5 { sampler, .. } => write!(f, "NeuralPredictor({sampler:?})"),
+            Inner::Lm(lm) => write!(f, "NeuralPredictor({lm:?})"),
+        }
     }
 }
 
 impl NeuralPredictor {
-    /// Load the model directory `path` (on the CPU when `cpu` is set or CUDA is not built in).
+    /// Load the model directory or LoRA adapter `path` (on the CPU when `cpu` is set or CUDA
+    /// is not built in; adapters run on the CPU).
     ///
     /// # Errors
     /// When `path` is not a model directory or holds another task's model.
     pub fn load(path: &Path, cpu: bool) -> Result<NeuralPredictor, NeuralError> {
+        if crate::model::lora::AdapterDir::is_adapter(path) {
+            return Ok(NeuralPredictor { inner: Inner::Lm(Box::new(LmNextState::load(path)?)) });
+        }
         let dir = ModelDir::new(path);
         let config = dir.config()?;
         if config.task != Task::NextState {
@@ -208,7 +223,7 @@ impl NeuralPredictor {
         Self::new(Sampler::load(&dir, &device)?, path)
     }
 
-    /// Wrap a loaded model; `path` is only used in messages.
+    /// Wrap a loaded T5 model; `path` is only used in messages.
     ///
     /// # Errors
     /// When the model is not a next-state model or its tokenizer splits a grammar token.
@@ -219,21 +234,45 @@ impl NeuralPredictor {
         }
         check_tokenizer(sampler.tokenizer())?;
         let options = SampleOptions { n: 1, temperature: 0.0, top_p: 1.0, max_len: config.max_target_len, seed: 0 };
-        Ok(NeuralPredictor { sampler, options })
+        Ok(NeuralPredictor { inner: Inner::T5 { sampler: Box::new(sampler), options } })
     }
 
-    /// The encoder input for a prompt: its text, fitted to the model's source length.
+    /// Sample at `temperature` (top-p 0.95), a new seed per prediction from `seed` on, instead
+    /// of decoding greedily: pass@k draws k predictions per task.
+    pub fn with_sampling(&mut self, temperature: f64, seed: u64) {
+        match &mut self.inner {
+            Inner::T5 { options, .. } => (options.temperature, options.top_p, options.seed) = (temperature, 0.95, seed),
+            Inner::Lm(lm) => lm.with_sampling(temperature, seed),
+        }
+    }
+
+    /// The model's input for a prompt: its text fitted to the model's prompt length (as LM
+    /// text for an adapter).
     #[must_use]
     pub fn model_input(&self, prompt: &Prompt<'_>) -> String {
-        let tokenizer = self.sampler.tokenizer();
-        fit_prompt(&prompt.text(), source_budget(self.sampler.config().max_source_len), &|s| tokenizer.count(s))
+        match &self.inner {
+            Inner::T5 { sampler, .. } => t5_input(sampler, prompt),
+            Inner::Lm(lm) => lm.model_input(prompt),
+        }
     }
+}
+
+fn t5_input(sampler: &Sampler, prompt: &Prompt<'_>) -> String {
+    let tokenizer = sampler.tokenizer();
+    fit_prompt(&prompt.text(), source_budget(sampler.config().max_source_len), &|s| tokenizer.count(s))
 }
 
 impl NextStatePredictor for NeuralPredictor {
     fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
-        let input = self.model_input(prompt);
-        let run = self.sampler.sample(&input, &self.options).map_err(|e| PredictError::Model(e.to_string()))?;
+        let (sampler, options) = match &mut self.inner {
+            Inner::T5 { sampler, options } => (sampler, options),
+            Inner::Lm(lm) => return lm.predict(prompt),
+        };
+        let run =
+            sampler.sample(&t5_input(sampler, prompt), options).map_err(|e| PredictError::Model(e.to_string()))?;
+        if options.temperature > 0.0 {
+            options.seed = options.seed.wrapping_add(1);
+        }
         Ok(frame_text(run.samples.first().map_or("", |s| s.text.as_str())))
     }
 }

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 mod patcher;
 mod train;
 pub use patcher::LmPatcher;
-pub use train::{cross_entropy, prompt_text, train_lora, LoraTrainOptions, LoraTrainSummary, PromptExample};
+pub use train::{
+    cross_entropy, prompt_text, train_lora, train_lora_segments, LoraTrainOptions, LoraTrainSummary, PromptExample,
+    Segments,
+};
 
 /// Version of `adapter_config.json`'s own fields (beside PEFT's).
 pub const ADAPTER_FORMAT_VERSION: u32 = 1;
@@ -49,7 +52,8 @@ pub struct LoraConfig {
     pub lora_dropout: f64,
     pub bias: String,
     pub target_modules: Vec<String>,
-    /// `patch` (buggy → fixed) or `bug-create` (fixed → buggy).
+    /// `patch` (buggy → fixed), `bug-create` (fixed → buggy) or `next-state` (trajectory
+    /// prompt → next frame, in `debugger::neural::lm`'s text form).
     pub task: String,
     /// Prompt tokens kept (the skeleton is cut from its start beyond this).
     pub max_prompt_tokens: usize,
@@ -78,14 +82,12 @@ impl LoraConfig {
         }
     }
 
-    /// What the adapter writes: fixed functions (`patch`) or buggy ones (`bug-create`).
+    /// What the adapter writes: fixed functions (`patch`), buggy ones (`bug-create`) or a
+    /// debugger's next states (`next-state`).
     #[must_use]
     pub fn task(&self) -> crate::model::Task {
-        if self.task == crate::model::Task::BugCreate.name() {
-            crate::model::Task::BugCreate
-        } else {
-            crate::model::Task::Patch
-        }
+        use crate::model::Task;
+        [Task::BugCreate, Task::NextState].into_iter().find(|t| t.name() == self.task).unwrap_or(Task::Patch)
     }
 
     /// The update's scale, `alpha / r`.
@@ -401,11 +403,33 @@ impl LoraLlama {
     /// # Errors
     /// On tensor errors or `from >= ids.len()`.
     pub fn logits_from(&self, ids: &[u32], from: usize) -> candle_core::Result<Tensor> {
-        let device = self.embeddings.device();
         let len = ids.len();
         if from >= len {
             candle_core::bail!("logits from {from} of {len} positions");
         }
+        let h = self.hidden(ids)?;
+        let tail = rms(&h.narrow(1, from, len - from)?, &self.norm, self.eps)?.squeeze(0)?;
+        frozen_matmul(&tail, &self.output)
+    }
+
+    /// Logits `(positions.len(), vocab)` of the given positions of one sequence `ids` only
+    /// (the output projection, a 49,152-wide matmul, runs on those rows alone).
+    ///
+    /// # Errors
+    /// On tensor errors or a position outside `ids`.
+    pub fn logits_at(&self, ids: &[u32], positions: &[u32]) -> candle_core::Result<Tensor> {
+        if positions.iter().any(|&p| p as usize >= ids.len()) || positions.is_empty() {
+            candle_core::bail!("positions {positions:?} outside {} tokens", ids.len());
+        }
+        let h = self.hidden(ids)?.squeeze(0)?;
+        let picked = h.index_select(&Tensor::new(positions, h.device())?, 0)?;
+        frozen_matmul(&rms(&picked, &self.norm, self.eps)?, &self.output)
+    }
+
+    /// The last block's output `(1, len, d_model)` for `ids`, run from position 0.
+    fn hidden(&self, ids: &[u32]) -> candle_core::Result<Tensor> {
+        let device = self.embeddings.device();
+        let len = ids.len();
         let x = Tensor::new(ids, device)?;
         let mut h = self.embeddings.index_select(&x, 0)?.unsqueeze(0)?;
         let mask = causal_bias(len, device)?;
@@ -416,8 +440,7 @@ impl LoraLlama {
             let act = (block.gate.forward(&m)?.silu()? * block.up.forward(&m)?)?;
             h = (block.down.forward(&act)? + h1)?;
         }
-        let tail = rms(&h.narrow(1, from, len - from)?, &self.norm, self.eps)?.squeeze(0)?;
-        frozen_matmul(&tail, &self.output)
+        Ok(h)
     }
 
     fn attention(&self, block: &Block, x: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {

@@ -3,7 +3,7 @@
 use super::train::prompt_text;
 use super::{block_count, AdapterDir, LoraConfig};
 use crate::model::sample::SampleRun;
-use crate::model::smollm::{LineSampling, SmolLm, Until};
+use crate::model::smollm::{LineSampling, SampledLine, SmolLm, Until};
 use crate::model::{ModelError, Sample, SampleOptions};
 use candle_core::quantized::gguf_file;
 use candle_core::Device;
@@ -45,6 +45,26 @@ impl LmPatcher {
     #[must_use]
     pub fn count_tokens(&self, text: &str) -> usize {
         self.lm.encode(text).map_or(0, |ids| ids.len())
+    }
+
+    /// `opts.n` continuations of `prompt` as it is (no skeleton framing: a next-state
+    /// adapter's prompt is built by the debugger), each up to its first newline or
+    /// `opts.max_len` tokens, drawn as one batch on the prompt's cache; at `opts.temperature`
+    /// 0 the most likely token each step.
+    ///
+    /// # Errors
+    /// On tensor or tokenizer errors, or an empty prompt.
+    pub fn complete_lines(&self, prompt: &str, opts: &SampleOptions) -> Result<Vec<SampledLine>, ModelError> {
+        let prefix = self.lm.prefix(prompt)?;
+        let options = LineSampling {
+            n: opts.n.max(1),
+            max_tokens: opts.max_len.max(1),
+            temperature: if opts.temperature <= 0.0 { 1e-6 } else { opts.temperature },
+            top_p: opts.top_p,
+            seed: opts.seed,
+            until: Until::Newline,
+        };
+        self.lm.sample_lines(&prefix, &options, &|| false)
     }
 
     /// The prompt for `source`, its start cut so at most `max_prompt_tokens` remain.

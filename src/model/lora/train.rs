@@ -36,9 +36,17 @@ pub fn prompt_text(source: &str, task: Task) -> String {
 #[derive(Debug, Clone)]
 pub struct PromptExample {
     pub prompt: Vec<u32>,
-    /// The completion's ids, ending with end-of-text.
+    /// The completion's ids (a pair's ends with end-of-text).
     pub completion: Vec<u32>,
+    /// Which completion tokens the loss counts (empty: all of them).
+    pub mask: Vec<bool>,
 }
+
+/// A sequence trained on some of its parts: text segments, each tokenized on its own and
+/// marked trained or not (a next-state trajectory: its code, first frame and actions are
+/// given, its later frames are trained). The leading untrained segments are the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Segments(pub Vec<(String, bool)>);
 
 /// A LoRA run: the shared schedule options plus the adapter's shape.
 #[derive(Debug, Clone)]
@@ -90,7 +98,45 @@ fn encode(
         if prompt.len() > cfg.max_prompt_tokens {
             prompt.drain(..prompt.len() - cfg.max_prompt_tokens);
         }
-        out.push(PromptExample { prompt, completion });
+        out.push(PromptExample { prompt, completion, mask: Vec::new() });
+    }
+    Ok((out, skipped))
+}
+
+/// Tokenize segmented sequences, keeping the segments that fit in `max_prompt_tokens +
+/// max_completion_tokens` (a sequence is cut after its last whole segment within it); a
+/// sequence with no trained token left is skipped.
+fn encode_segments(
+    tokenizer: &tokenizers::Tokenizer,
+    sequences: &[Segments],
+    cfg: &LoraConfig,
+) -> Result<(Vec<PromptExample>, usize), ModelError> {
+    let cap = cfg.max_prompt_tokens + cfg.max_completion_tokens;
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    for seq in sequences {
+        let mut ex = PromptExample { prompt: Vec::new(), completion: Vec::new(), mask: Vec::new() };
+        for (text, trained) in &seq.0 {
+            let ids = tokenizer
+                .encode(text.as_str(), false)
+                .map_err(|e| ModelError::Tokenizer(e.to_string()))?
+                .get_ids()
+                .to_vec();
+            if ex.prompt.len() + ex.completion.len() + ids.len() > cap {
+                break;
+            }
+            if ex.completion.is_empty() && !trained {
+                ex.prompt.extend(ids);
+            } else {
+                ex.mask.extend(std::iter::repeat_n(*trained, ids.len()));
+                ex.completion.extend(ids);
+            }
+        }
+        if ex.prompt.is_empty() || !ex.mask.contains(&true) {
+            skipped += 1;
+            continue;
+        }
+        out.push(ex);
     }
     Ok((out, skipped))
 }
@@ -98,17 +144,33 @@ fn encode(
 /// Mean cross-entropy (nats per token) of `ex`'s completion.
 fn example_loss(model: &LoraLlama, ex: &PromptExample, device: &Device) -> Result<Tensor, ModelError> {
     let ids: Vec<u32> = ex.prompt.iter().chain(&ex.completion[..ex.completion.len() - 1]).copied().collect();
-    let logits = model.logits_from(&ids, ex.prompt.len() - 1)?;
-    let target = Tensor::new(ex.completion.as_slice(), device)?;
-    Ok(candle_nn::loss::cross_entropy(&logits, &target)?)
+    if ex.mask.is_empty() {
+        let logits = model.logits_from(&ids, ex.prompt.len() - 1)?;
+        let target = Tensor::new(ex.completion.as_slice(), device)?;
+        return Ok(candle_nn::loss::cross_entropy(&logits, &target)?);
+    }
+    let trained: Vec<usize> = (0..ex.completion.len()).filter(|&j| ex.mask[j]).collect();
+    let positions: Vec<u32> = trained.iter().map(|&j| (ex.prompt.len() - 1 + j) as u32).collect();
+    let logits = model.logits_at(&ids, &positions)?;
+    let target: Vec<u32> = trained.iter().map(|&j| ex.completion[j]).collect();
+    Ok(candle_nn::loss::cross_entropy(&logits, &Tensor::new(target.as_slice(), device)?)?)
+}
+
+/// Tokens the loss of `ex` counts.
+fn trained_tokens(ex: &PromptExample) -> usize {
+    if ex.mask.is_empty() {
+        ex.completion.len()
+    } else {
+        ex.mask.iter().filter(|&&m| m).count()
+    }
 }
 
 fn eval_loss(model: &LoraLlama, eval: &[&PromptExample], device: &Device) -> Result<f32, ModelError> {
     let (mut total, mut tokens) = (0f64, 0usize);
     for ex in eval {
         let loss = example_loss(model, ex, device)?.to_scalar::<f32>()?;
-        total += f64::from(loss) * ex.completion.len() as f64;
-        tokens += ex.completion.len();
+        total += f64::from(loss) * trained_tokens(ex) as f64;
+        tokens += trained_tokens(ex);
     }
     Ok((total / tokens.max(1) as f64) as f32)
 }
@@ -231,13 +293,46 @@ pub fn train_lora(
     device: &Device,
     on_event: &mut dyn FnMut(TrainEvent),
 ) -> Result<LoraTrainSummary, ModelError> {
-    let (cfg, sched) = (&opts.config, &opts.schedule);
-    cfg.validate()?;
-    let task = cfg.task();
+    opts.config.validate()?;
+    let task = opts.config.task();
     let mut file = std::fs::File::open(gguf).map_err(|e| ModelError::Io(gguf.display().to_string(), e))?;
     let ct = gguf_file::Content::read(&mut file)?;
     let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
-    let (encoded, skipped) = encode(&tokenizer, eos, examples, cfg, task)?;
+    let encoded = encode(&tokenizer, eos, examples, &opts.config, task)?;
+    train_encoded(dir, (&ct, &mut file), encoded, opts, device, on_event)
+}
+
+/// [`train_lora`] on segmented sequences (the loss counts the trained segments' tokens only):
+/// the next-state model's whole trajectories.
+///
+/// # Errors
+/// On tensor, tokenizer or I/O errors, or no usable sequence.
+pub fn train_lora_segments(
+    dir: &AdapterDir,
+    gguf: &Path,
+    sequences: &[Segments],
+    opts: &LoraTrainOptions,
+    device: &Device,
+    on_event: &mut dyn FnMut(TrainEvent),
+) -> Result<LoraTrainSummary, ModelError> {
+    opts.config.validate()?;
+    let mut file = std::fs::File::open(gguf).map_err(|e| ModelError::Io(gguf.display().to_string(), e))?;
+    let ct = gguf_file::Content::read(&mut file)?;
+    let (tokenizer, _) = tokenizer_from_gguf(&ct)?;
+    let encoded = encode_segments(&tokenizer, sequences, &opts.config)?;
+    train_encoded(dir, (&ct, &mut file), encoded, opts, device, on_event)
+}
+
+/// The training loop over encoded examples (and how many rows were skipped).
+fn train_encoded(
+    dir: &AdapterDir,
+    (ct, file): (&gguf_file::Content, &mut std::fs::File),
+    (encoded, skipped): (Vec<PromptExample>, usize),
+    opts: &LoraTrainOptions,
+    device: &Device,
+    on_event: &mut dyn FnMut(TrainEvent),
+) -> Result<LoraTrainSummary, ModelError> {
+    let (cfg, sched) = (&opts.config, &opts.schedule);
     if encoded.is_empty() {
         return Err(ModelError::Data(format!("no usable training example ({skipped} too long or empty)")));
     }
@@ -253,7 +348,7 @@ pub fn train_lora(
 
     let mut varmap = VarMap::new();
     let vb = crate::model::t5::seeded_var_builder(&varmap, sched.seed, DType::F32, device);
-    let model = LoraLlama::new(&ct, &mut file, cfg, &vb)?;
+    let model = LoraLlama::new(ct, file, cfg, &vb)?;
     drop(vb);
     let params = AdamWParams { lr: sched.lr_at(0), weight_decay: sched.weight_decay, ..AdamWParams::default() };
     let mut opt = AdamW::new(&varmap, params)?;
