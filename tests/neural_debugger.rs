@@ -237,7 +237,7 @@ fn a_lora_next_state_adapter_trains_on_whole_trajectories_and_serves_every_comma
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let (rows, samples) = samples(dir.path());
+    let (_, samples) = samples(dir.path());
     // Two trajectories of at least four frames.
     let text = std::fs::read_to_string(&samples).expect("samples");
     let texts: Vec<String> = text
@@ -314,12 +314,22 @@ fn a_lora_next_state_adapter_trains_on_whole_trajectories_and_serves_every_comma
 
     // Every command takes the adapter as it takes a T5 model.
     let m = s(&adapter);
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(&one, ROWS.lines().next().unwrap()).expect("write");
     let report: serde_json::Value = serde_json::from_str(&stdout_ok(
-        &["eval-next-state", "--input", s(&rows), "--per-trace", "1", "--predictor", "neural", "--model", m],
+        &["eval-next-state", "--input", s(&one), "--per-trace", "1", "--predictor", "neural", "--model", m],
         "",
     ))
     .expect("report");
-    assert!(report["overall"]["exact"]["total"].as_u64() > Some(4), "{report}");
+    // One row, one trajectory: a task per action of it, each scored (right or wrong).
+    assert!(report["overall"]["exact"]["total"].as_u64() >= Some(1), "{report}");
+    let per_action: u64 = report["per_action"]
+        .as_object()
+        .expect("per action")
+        .values()
+        .map(|a| a["exact"]["total"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(per_action), report["overall"]["exact"]["total"].as_u64(), "{report}");
     let crux = dir.path().join("crux.jsonl");
     std::fs::write(&crux, "{\"code\": \"def f(x):\\n    y = x * 3\\n    return y + 1\", \"input\": \"2\", \"output\": \"7\", \"id\": \"t0\"}\n")
         .expect("write");

@@ -42,6 +42,7 @@ done
 # 5. CruxEval-style pass@1 (greedy) on the 20-row sample, and pass@1..4 (4 samples at
 #    temperature 0.8) on 20 unseen generated rows of ours.
 "$dd" eval-cruxeval --input "$here/../cruxeval_sample.jsonl" --predictor neural --model adapter > crux-sample.json
+"$dd" eval-cruxeval --input "$here/../cruxeval_sample.jsonl" --predictor copy-last > crux-sample-copy-last.json
 grep '"origin": "generated"' test.jsonl | tail -n 20 > crux-ours.jsonl
 "$dd" eval-cruxeval --input crux-ours.jsonl --predictor neural --model adapter --samples 4 > crux-ours.json
 "$dd" eval-cruxeval --input crux-ours.jsonl --predictor copy-last > crux-ours-copy-last.json

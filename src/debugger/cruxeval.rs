@@ -171,15 +171,21 @@ fn value_of(frame: &Frame, kind: NodeKind) -> Option<String> {
 const MAX_BREAKPOINT_HITS: usize = 64;
 
 /// The return value reached by running to `bp` and stepping over it, again and again until a
-/// step returns (or a prediction fails, or [`MAX_BREAKPOINT_HITS`] hits).
+/// step returns (or a prediction fails, or a hit repeats the previous one exactly, which a
+/// model stuck in a loop of its own does, or [`MAX_BREAKPOINT_HITS`] hits).
 fn output_by_breakpoint(predictor: &mut dyn NextStatePredictor, prefix: &str, bp: Action) -> Option<String> {
     let mut prefix = prefix.to_string();
+    let mut last_hit: Option<Frame> = None;
     for _ in 0..MAX_BREAKPOINT_HITS {
         let frame = predictor.predict_frame(&Prompt { prefix: &prefix, action: &bp }).ok()?;
         if let Some(value) = value_of(&frame, NodeKind::Return) {
             return Some(value);
         }
         let Frame::State { .. } = frame else { return None };
+        if last_hit.as_ref() == Some(&frame) {
+            return None;
+        }
+        last_hit = Some(frame.clone());
         prefix = format!("{prefix}{}{}", serialize_action(&bp), frame.serialize());
         let next = predictor.predict_frame(&Prompt { prefix: &prefix, action: &Action::StepOver }).ok()?;
         if let Some(value) = value_of(&next, NodeKind::Return) {
