@@ -18,6 +18,8 @@ pub enum ExitCode {
     Environment = 5,
     /// The test suite cannot run: collection errors (syntax or import errors), no tests, baseline timeout.
     BaselineBroken = 6,
+    /// Interrupted by SIGINT, SIGTERM or SIGHUP (see `interrupt`): 128 + SIGINT, as shells report it.
+    Interrupted = 130,
 }
 
 impl From<ExitCode> for std::process::ExitCode {

@@ -5,6 +5,7 @@ pub mod eval;
 pub mod exclude;
 pub mod exit_code;
 pub mod inject;
+pub mod interrupt;
 pub mod io_error;
 pub mod localize;
 pub mod mine;

@@ -48,6 +48,10 @@ fn main() -> std::process::ExitCode {
             return if err.use_stderr() { ExitCode::Usage.into() } else { ExitCode::Success.into() };
         }
     };
+    // Scratch copies and servers go into one directory, removed on Ctrl-C/SIGTERM as at the end.
+    let _run_dir = deepdebug::interrupt::RunDir::begin()
+        .map_err(|err| eprintln!("warning: {err}; an interrupted run may leave temporary files behind"))
+        .ok();
     let result = match cli.command {
         Command::Fix(args) => {
             cli::fix::run(&args, matches.subcommand_matches("fix").expect("the fix subcommand's matches"))

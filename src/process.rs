@@ -94,6 +94,7 @@ pub fn run(command: &mut Command, timeout: Duration, limits: Limits, scratch: &P
     let start = Instant::now();
     let mut child = command.spawn()?;
     let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let _tracked = crate::interrupt::track(pgid);
     let mut poll = Duration::from_millis(1);
     let exit = loop {
         if let Some(status) = child.try_wait()? {

@@ -468,7 +468,19 @@ fn apply(
     if outcome.diff.as_deref() != Some(diff_now.as_str()) {
         bail!("{} changed while deepdebug was running; not applying (the diff is above)", path.display());
     }
-    std::fs::write(&path, patched).with_context(|| format!("failed to write {}", path.display()))?;
+    write_atomically(&path, patched).with_context(|| format!("failed to write {}", path.display()))
+}
+
+/// Replace `path` by a file holding `text` in one rename (same directory, same permissions):
+/// an interruption leaves the old file or the new one, never half of it.
+fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut staged = tempfile::Builder::new().prefix(".deepdebug-apply-").tempfile_in(dir)?;
+    staged.write_all(text.as_bytes())?;
+    staged.as_file().set_permissions(std::fs::metadata(path)?.permissions())?;
+    staged.as_file().sync_all()?;
+    staged.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

@@ -104,7 +104,13 @@ enum Transport {
     /// A child process of ours (maybe inside bubblewrap): the pids in its replies are host
     /// pids, so the host can kill a child's process group itself.
     /// Dropping `_cgroup` kills whatever still runs in it.
-    Local { child: Child, stdin: ChildStdin, _cgroup: Option<crate::sandbox::cgroup::Cgroup> },
+    /// `_tracked` has the server's group killed if the run is interrupted.
+    Local {
+        child: Child,
+        stdin: ChildStdin,
+        _cgroup: Option<crate::sandbox::cgroup::Cgroup>,
+        _tracked: crate::interrupt::Tracked,
+    },
     /// A container attached to our pipes. The pids in its replies belong to the container's
     /// pid namespace: never signal them from the host (they may name unrelated processes
     /// here). The only backstop is removing the whole container.
@@ -459,7 +465,8 @@ fn start_local(
             }
         }
     });
-    Ok((Transport::Local { child, stdin, _cgroup: cgroup }, replies))
+    let tracked = crate::interrupt::track(i32::try_from(child.id()).unwrap_or(0));
+    Ok((Transport::Local { child, stdin, _cgroup: cgroup, _tracked: tracked }, replies))
 }
 
 /// The server in one long-lived container (the image's interpreter), replies on its stdout.
