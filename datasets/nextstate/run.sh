@@ -39,10 +39,11 @@ for p in neural copy-last oracle; do
   "$dd" eval-next-state --input test25.jsonl --per-trace 1 --seed 0 --predictor "$p" --model adapter > "next-state-$p.json"
 done
 
-# 5. CruxEval-style pass@1 (greedy) on the 20-row sample, and pass@1..4 (4 samples at
-#    temperature 0.8) on 20 unseen generated rows of ours.
+# 5. CruxEval-style pass@1 (greedy) on the 20-row sample and on 20 unseen generated rows of
+#    ours, and pass@1..4 (4 samples at temperature 0.8) on the latter.
 "$dd" eval-cruxeval --input "$here/../cruxeval_sample.jsonl" --predictor neural --model adapter > crux-sample.json
 "$dd" eval-cruxeval --input "$here/../cruxeval_sample.jsonl" --predictor copy-last > crux-sample-copy-last.json
 grep '"origin": "generated"' test.jsonl | tail -n 20 > crux-ours.jsonl
+"$dd" eval-cruxeval --input crux-ours.jsonl --predictor neural --model adapter > crux-ours-greedy.json
 "$dd" eval-cruxeval --input crux-ours.jsonl --predictor neural --model adapter --samples 4 > crux-ours.json
 "$dd" eval-cruxeval --input crux-ours.jsonl --predictor copy-last > crux-ours-copy-last.json
