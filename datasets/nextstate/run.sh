@@ -38,6 +38,11 @@ head -n 25 test.jsonl > test25.jsonl
 for p in neural copy-last oracle; do
   "$dd" eval-next-state --input test25.jsonl --per-trace 1 --seed 0 --predictor "$p" --model adapter > "next-state-$p.json"
 done
+#    The same on the unseen functions of real packages (the corpus rows of the test split).
+grep -v '"origin": "generated"' test.jsonl > test-corpus.jsonl || true
+for p in neural copy-last oracle; do
+  "$dd" eval-next-state --input test-corpus.jsonl --per-trace 1 --seed 0 --predictor "$p" --model adapter > "next-state-corpus-$p.json"
+done
 
 # 5. CruxEval-style pass@1 (greedy) on the 20-row sample and on 20 unseen generated rows of
 #    ours, and pass@1..4 (4 samples at temperature 0.8) on the latter.
