@@ -66,7 +66,8 @@ pub struct CruxRowResult {
     pub input_inv_step_call: TaskResult,
 }
 
-/// pass@1 (greedy, one sample) per task, in [0, 1].
+/// pass@1 per task, in [0, 1]: of the greedy predictions, or with `--samples N` of the first
+/// sample (pass@k over all samples is [`PassAtK`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassAt1 {
     pub output_step_return: f64,
