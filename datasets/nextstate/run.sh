@@ -34,15 +34,16 @@ python3 "$here/programs.py" split --input all.jsonl --test-fraction 0.08 --seed 
   --max-target-len 64 --seed 0 --data train-samples.jsonl --model adapter
 
 # 4. Next-state exact match on unseen programs (the first 25 test programs), against copy-last.
-head -n 25 test.jsonl > test25.jsonl
-for p in neural copy-last oracle; do
-  "$dd" eval-next-state --input test25.jsonl --per-trace 1 --seed 0 --predictor "$p" --model adapter > "next-state-$p.json"
-done
 #    The same on the unseen functions of real packages (the corpus rows of the test split).
+head -n 25 test.jsonl > test25.jsonl
 grep -v '"origin": "generated"' test.jsonl > test-corpus.jsonl || true
-for p in neural copy-last oracle; do
-  "$dd" eval-next-state --input test-corpus.jsonl --per-trace 1 --seed 0 --predictor "$p" --model adapter > "next-state-corpus-$p.json"
-done
+next_state() { # INPUT OUT_PREFIX: the model, copy-last and the oracle on INPUT
+  for p in neural copy-last oracle; do
+    "$dd" eval-next-state --input "$1" --per-trace 1 --seed 0 --predictor "$p" --model adapter > "$2$p.json"
+  done
+}
+next_state test25.jsonl next-state-
+next_state test-corpus.jsonl next-state-corpus-
 
 # 5. CruxEval-style pass@1 (greedy) on the 20-row sample and on 20 unseen generated rows of
 #    ours, and pass@1..4 (4 samples at temperature 0.8) on the latter.
