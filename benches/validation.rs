@@ -248,6 +248,7 @@ fn main() {
         );
         if name == "medium" {
             medium_long = Some((repeated.len(), ratio(&batch_long)));
+            busy_loop_rows(&pytest, &project, &baseline, &repeated, &slow, long_factor, cores);
         }
         let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
         for o in &slow.outcomes {
@@ -269,6 +270,38 @@ fn main() {
     if let Some((count, ratio)) = medium_long {
         println!("validation speedup: {ratio:.1}x (batch engine, all cores, {count} candidates, medium project)");
     }
+}
+
+/// Where the batch engine's time goes on the long run: the candidates the baseline judged
+/// timeouts (busy loops: each needs the tight CPU limit and then the lenient one, the same in
+/// every engine) validated alone, on one job and on all cores, and the rest without them.
+fn busy_loop_rows(
+    pytest: &Pytest,
+    project: &Project,
+    baseline: &Session,
+    repeated: &[Candidate],
+    slow: &Measure,
+    long_factor: usize,
+    cores: usize,
+) {
+    let count = slow.outcomes.len();
+    let is_loop = |i: usize| slow.outcomes[i % count] == "timeout";
+    let (loops, rest): (Vec<_>, Vec<_>) = repeated.iter().cloned().enumerate().partition(|(i, _)| is_loop(*i));
+    let (loops, rest): (Vec<Candidate>, Vec<Candidate>) =
+        (loops.into_iter().map(|(_, c)| c).collect(), rest.into_iter().map(|(_, c)| c).collect());
+    if loops.is_empty() {
+        return;
+    }
+    let rate = |set: &[Candidate], jobs| measure(pytest, project, baseline, set, EngineChoice::Batch, jobs).per_second;
+    let (one, all, others) = (rate(&loops, 1), rate(&loops, cores), rate(&rest, cores));
+    println!(
+        "busy loops: the {} candidates of the long run that time out ({} × {long_factor}), alone: {one:.2}/s on 1 job, \
+         {all:.2}/s on {cores} (rechecks spread over the workers); the other {} candidates: {others:.2}/s ({:.1}× the baseline)",
+        loops.len(),
+        loops.len() / long_factor.max(1),
+        rest.len(),
+        others / slow.per_second
+    );
 }
 
 /// The project whose tests leave state behind: the batch engine must judge every candidate

@@ -426,6 +426,7 @@ pub fn run_feed(
         stop: AtomicBool::new(false),
         first_error: Mutex::new(None),
         recheck: Mutex::new(VecDeque::new()),
+        busy: std::sync::atomic::AtomicUsize::new(0),
     };
     with_workers(pool, pytest, config, config.jobs, on_event, &|worker| shared.work(worker, config, on_event))?;
     if let Some(err) = shared.first_error.into_inner().expect("error lock") {
@@ -467,6 +468,19 @@ pub fn with_workers(
 
 /// A worker takes a waiting lenient recheck after this many candidates.
 const RECHECK_EVERY: usize = 16;
+/// How often a worker with nothing to do looks again for rechecks other workers may still add.
+const RECHECK_POLL: Duration = Duration::from_millis(2);
+
+/// What a worker does next.
+#[derive(Debug)]
+enum Turn {
+    /// Validate these candidates, with the lenient limit or not.
+    Validate(Vec<Arc<Candidate>>, bool),
+    /// Nothing to do now: look again after this long.
+    Wait(Duration),
+    /// Nothing more to do.
+    Finish,
+}
 
 /// What the workers of one [`run_feed`] share.
 struct Shared<'f> {
@@ -479,6 +493,9 @@ struct Shared<'f> {
     /// again with the lenient limit once the feed is done (a correct fix may simply do more
     /// work than the buggy code did).
     recheck: Mutex<VecDeque<Arc<Candidate>>>,
+    /// Workers validating now: until they are done they may add rechecks, so a worker that
+    /// finds the feed done and no recheck waiting stays while this is not zero.
+    busy: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared<'_> {
@@ -489,46 +506,71 @@ impl Shared<'_> {
             if self.stop.load(Ordering::SeqCst) || Instant::now() >= config.deadline {
                 return;
             }
-            // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
-            let due = fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY);
-            let recheck = if due { self.recheck.lock().expect("recheck lock").pop_front() } else { None };
-            let (candidates, lenient) = match recheck {
-                Some(c) => {
-                    fresh += 1;
-                    (vec![c], true)
+            let (candidates, lenient) = match self.take(&mut fresh, worker.batch_size()) {
+                Turn::Validate(candidates, lenient) => (candidates, lenient),
+                Turn::Wait(pause) => {
+                    std::thread::sleep(pause);
+                    continue;
                 }
-                None => match self.feed.next() {
-                    Next::Candidate(c) => {
-                        let drawn = self.draw_more(c, worker.batch_size());
-                        fresh += drawn.len();
-                        (drawn, false)
-                    }
-                    Next::Wait => match self.recheck.lock().expect("recheck lock").pop_front() {
-                        Some(c) => (vec![c], true),
-                        None => {
-                            std::thread::sleep(super::search::WAIT);
-                            continue;
-                        }
-                    },
-                    Next::Done => match self.recheck.lock().expect("recheck lock").pop_front() {
-                        Some(c) => (vec![c], true),
-                        None => return,
-                    },
-                },
+                Turn::Finish => return,
             };
-            match worker.validate_all(&candidates, lenient) {
-                Ok(results) => {
-                    for (candidate, result) in candidates.iter().zip(results) {
-                        if let Some((validated, cpu_limited)) = result {
-                            self.settle(candidate, validated, cpu_limited, lenient, config, on_event);
-                        }
+            self.busy.fetch_add(1, Ordering::SeqCst);
+            let validated = worker.validate_all(&candidates, lenient);
+            self.settle_all(&candidates, validated, lenient, config, on_event);
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A worker's next turn; `fresh` counts the candidates it drew from the feed (and the
+    /// rechecks it took in their turn), `size` is how many it takes at once.
+    fn take(&self, fresh: &mut usize, size: usize) -> Turn {
+        // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
+        if *fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY) {
+            if let Some(c) = self.pop_recheck() {
+                *fresh += 1;
+                return Turn::Validate(vec![c], true);
+            }
+        }
+        match self.feed.next() {
+            Next::Candidate(c) => {
+                let drawn = self.draw_more(c, size);
+                *fresh += drawn.len();
+                Turn::Validate(drawn, false)
+            }
+            Next::Wait => self.pop_recheck().map_or(Turn::Wait(super::search::WAIT), |c| Turn::Validate(vec![c], true)),
+            Next::Done => match self.pop_recheck() {
+                Some(c) => Turn::Validate(vec![c], true),
+                // Another worker may still queue a recheck: stay to share it.
+                None if self.busy.load(Ordering::SeqCst) > 0 => Turn::Wait(RECHECK_POLL),
+                None => Turn::Finish,
+            },
+        }
+    }
+
+    fn pop_recheck(&self) -> Option<Arc<Candidate>> {
+        self.recheck.lock().expect("recheck lock").pop_front()
+    }
+
+    /// Record what one `validate_all` call came to (an error stops the run).
+    fn settle_all(
+        &self,
+        candidates: &[Arc<Candidate>],
+        validated: Result<Vec<Option<(Validated, bool)>>, LabError>,
+        lenient: bool,
+        config: &LabConfig<'_>,
+        on_event: &(dyn Fn(LabEvent) + Sync),
+    ) {
+        match validated {
+            Ok(results) => {
+                for (candidate, result) in candidates.iter().zip(results) {
+                    if let Some((validated, cpu_limited)) = result {
+                        self.settle(candidate, validated, cpu_limited, lenient, config, on_event);
                     }
                 }
-                Err(err) => {
-                    self.stop.store(true, Ordering::SeqCst);
-                    self.first_error.lock().expect("error lock").get_or_insert(err);
-                    return;
-                }
+            }
+            Err(err) => {
+                self.stop.store(true, Ordering::SeqCst);
+                self.first_error.lock().expect("error lock").get_or_insert(err);
             }
         }
     }
@@ -917,5 +959,44 @@ fn fallback(pytest: &Pytest) -> &'static str {
         "using one container per pytest session"
     } else {
         "using one pytest process per candidate"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Feed, Next, Shared, Turn, Validated, RECHECK_POLL};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    /// A feed that has handed out everything.
+    struct Finished;
+
+    impl Feed for Finished {
+        fn next(&self) -> Next {
+            Next::Done
+        }
+        fn record(&self, _: &Validated) {}
+    }
+
+    fn shared(feed: &Finished) -> Shared<'_> {
+        Shared {
+            feed,
+            results: Mutex::new(Vec::new()),
+            plausible_found: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            first_error: Mutex::new(None),
+            recheck: Mutex::new(std::collections::VecDeque::new()),
+            busy: AtomicUsize::new(0),
+        }
+    }
+
+    #[test]
+    fn a_worker_stays_while_another_may_still_queue_a_recheck_and_finishes_once_all_are_idle() {
+        let feed = Finished;
+        let shared = shared(&feed);
+        shared.busy.store(1, Ordering::SeqCst);
+        assert!(matches!(shared.take(&mut 0, 32), Turn::Wait(pause) if pause == RECHECK_POLL));
+        shared.busy.store(0, Ordering::SeqCst);
+        assert!(matches!(shared.take(&mut 0, 32), Turn::Finish));
     }
 }
