@@ -7,6 +7,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 mod lines;
 mod nucleus;
@@ -153,6 +154,37 @@ fn bos_from_gguf(ct: &gguf_file::Content) -> Option<u32> {
     wanted.then(|| ct.metadata.get("tokenizer.ggml.bos_token_id").and_then(|v| v.to_u32().ok())).flatten()
 }
 
+impl Loaded {
+    fn read(
+        path: &Path,
+        weights: Weights,
+        adapter: &HashMap<String, LowRank>,
+        device: &Device,
+    ) -> Result<Loaded, ModelError> {
+        let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
+        let ct = gguf_file::Content::read(&mut file)?;
+        let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
+        let bos = bos_from_gguf(&ct);
+        let model = Llama::from_gguf_adapted(&ct, &mut file, device, weights, adapter)?;
+        Ok(Loaded { model, tokenizer, eos, bos })
+    }
+
+    /// The CPU model of `path` with `weights` that a live model already holds, else read now.
+    /// The lock is held while reading, so that two threads loading the same file at once read
+    /// it once.
+    fn shared(path: &Path, weights: Weights, device: &Device) -> Result<Arc<Loaded>, ModelError> {
+        let key = (std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()), weights);
+        let mut cache = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.retain(|(_, weak)| weak.strong_count() > 0);
+        if let Some(live) = cache.iter().find(|(k, _)| *k == key).and_then(|(_, weak)| weak.upgrade()) {
+            return Ok(live);
+        }
+        let loaded = Arc::new(Loaded::read(path, weights, &HashMap::new(), device)?);
+        cache.push((key, Arc::downgrade(&loaded)));
+        Ok(loaded)
+    }
+}
+
 /// Most padded positions scored in one batched forward of [`SmolLm::score_alternatives`]
 /// (their logits take `BATCH_ROWS × vocab × 4` bytes, 100 MB for SmolLM2's 49152).
 const BATCH_ROWS: usize = 512;
@@ -165,7 +197,25 @@ pub struct SmolLm {
     /// Run before any text (Gemma's `<bos>`; SmolLM2 has none).
     bos: Option<u32>,
     device: Device,
+    /// The weights this model shares with the other models loaded from the same file (kept
+    /// for [`SmolLm::load`]'s cache while any of them lives); `None` for an adapted model.
+    _shared: Option<Arc<Loaded>>,
 }
+
+/// A model as read from a file, before any forward: what the models loaded from the same file
+/// with the same [`Weights`] clone (a clone shares the weight tensors and has its own caches).
+struct Loaded {
+    model: Llama,
+    tokenizer: Tokenizer,
+    eos: u32,
+    bos: Option<u32>,
+}
+
+/// The models loaded so far, by file and weights: one copy of the weights per file however many
+/// parts of a run (candidate source, ranker) load it, for as long as one of them lives.
+type LoadCache = Mutex<Vec<((PathBuf, Weights), Weak<Loaded>)>>;
+
+static LOADED: LoadCache = Mutex::new(Vec::new());
 
 impl std::fmt::Debug for SmolLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,12 +259,19 @@ impl SmolLm {
         adapter: &HashMap<String, LowRank>,
         device: &Device,
     ) -> Result<SmolLm, ModelError> {
-        let mut file = std::fs::File::open(path).map_err(|e| ModelError::Io(path.display().to_string(), e))?;
-        let ct = gguf_file::Content::read(&mut file)?;
-        let (tokenizer, eos) = tokenizer_from_gguf(&ct)?;
-        let bos = bos_from_gguf(&ct);
-        let model = Llama::from_gguf_adapted(&ct, &mut file, device, weights, adapter)?;
-        Ok(SmolLm { model, tokenizer, eos, bos, device: device.clone() })
+        if !adapter.is_empty() || !device.is_cpu() {
+            let Loaded { model, tokenizer, eos, bos } = Loaded::read(path, weights, adapter, device)?;
+            return Ok(SmolLm { model, tokenizer, eos, bos, device: device.clone(), _shared: None });
+        }
+        let shared = Loaded::shared(path, weights, device)?;
+        Ok(SmolLm {
+            model: shared.model.clone(),
+            tokenizer: shared.tokenizer.clone(),
+            eos: shared.eos,
+            bos: shared.bos,
+            device: device.clone(),
+            _shared: Some(shared),
+        })
     }
 
     /// # Errors
@@ -517,6 +574,30 @@ mod tests {
 
     fn load(path: &Path, weights: Weights) -> SmolLm {
         SmolLm::load_with(path, weights, &Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn two_loads_of_one_file_share_its_weights_until_both_are_dropped_and_keep_their_own_caches_when_installed() {
+        let Some(path) = find_gguf() else { return };
+        // A path of its own (the cache is by path), so that no other test shares the entry.
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("model.gguf");
+        if std::fs::hard_link(&path, &own).is_err() {
+            std::fs::copy(&path, &own).unwrap();
+        }
+        let mut a = load(&own, Weights::Quantized);
+        let mut b = load(&own, Weights::Quantized);
+        let shared = a._shared.clone().unwrap();
+        assert!(Arc::ptr_eq(&shared, b._shared.as_ref().unwrap()), "one copy of the weights");
+        let before = b.score(PROMPT, BODY).unwrap();
+        a.score(PROMPT, "    return 0\n").unwrap();
+        let after = b.score(PROMPT, BODY).unwrap();
+        assert!((before.0 - after.0).abs() < 1e-3 && before.1 == after.1, "{before:?} {after:?}");
+        let weak = Arc::downgrade(&shared);
+        drop((a, b, shared));
+        assert!(weak.upgrade().is_none(), "the weights go with the last model");
+        let c = load(&own, Weights::Quantized);
+        assert!(c._shared.is_some());
     }
 
     #[test]
