@@ -493,8 +493,8 @@ struct Shared<'f> {
     /// again with the lenient limit once the feed is done (a correct fix may simply do more
     /// work than the buggy code did).
     recheck: Mutex<VecDeque<Arc<Candidate>>>,
-    /// Workers validating now: until they are done they may add rechecks, so a worker that
-    /// finds the feed done and no recheck waiting stays while this is not zero.
+    /// Workers drawing or validating now: until they are done they may add rechecks, so a
+    /// worker that finds the feed done and no recheck waiting stays while another is busy.
     busy: std::sync::atomic::AtomicUsize,
 }
 
@@ -514,7 +514,6 @@ impl Shared<'_> {
                 }
                 Turn::Finish => return,
             };
-            self.busy.fetch_add(1, Ordering::SeqCst);
             let validated = worker.validate_all(&candidates, lenient);
             self.settle_all(&candidates, validated, lenient, config, on_event);
             self.busy.fetch_sub(1, Ordering::SeqCst);
@@ -522,8 +521,20 @@ impl Shared<'_> {
     }
 
     /// A worker's next turn; `fresh` counts the candidates it drew from the feed (and the
-    /// rechecks it took in their turn), `size` is how many it takes at once.
+    /// rechecks it took in their turn), `size` is how many it takes at once. The worker counts
+    /// as busy from before it draws until it has settled what it drew (`work` ends that), so
+    /// no other worker finishes while it holds candidates that may still need a recheck.
     fn take(&self, fresh: &mut usize, size: usize) -> Turn {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        let turn = self.turn(fresh, size);
+        if !matches!(turn, Turn::Validate(..)) {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+        turn
+    }
+
+    /// [`Shared::take`] without the count.
+    fn turn(&self, fresh: &mut usize, size: usize) -> Turn {
         // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
         if *fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY) {
             if let Some(c) = self.pop_recheck() {
@@ -540,8 +551,9 @@ impl Shared<'_> {
             Next::Wait => self.pop_recheck().map_or(Turn::Wait(super::search::WAIT), |c| Turn::Validate(vec![c], true)),
             Next::Done => match self.pop_recheck() {
                 Some(c) => Turn::Validate(vec![c], true),
-                // Another worker may still queue a recheck: stay to share it.
-                None if self.busy.load(Ordering::SeqCst) > 0 => Turn::Wait(RECHECK_POLL),
+                // Another worker (this one counts itself) may still queue a recheck: stay to
+                // share it.
+                None if self.busy.load(Ordering::SeqCst) > 1 => Turn::Wait(RECHECK_POLL),
                 None => Turn::Finish,
             },
         }
@@ -994,9 +1006,11 @@ mod tests {
     fn a_worker_stays_while_another_may_still_queue_a_recheck_and_finishes_once_all_are_idle() {
         let feed = Finished;
         let shared = shared(&feed);
-        shared.busy.store(1, Ordering::SeqCst);
+        shared.busy.store(1, Ordering::SeqCst); // another worker is validating
         assert!(matches!(shared.take(&mut 0, 32), Turn::Wait(pause) if pause == RECHECK_POLL));
+        assert_eq!(shared.busy.load(Ordering::SeqCst), 1, "a worker with nothing to do is not busy");
         shared.busy.store(0, Ordering::SeqCst);
         assert!(matches!(shared.take(&mut 0, 32), Turn::Finish));
+        assert_eq!(shared.busy.load(Ordering::SeqCst), 0);
     }
 }
