@@ -285,10 +285,11 @@ fn busy_loop_rows(
     cores: usize,
 ) {
     let count = slow.outcomes.len();
-    let is_loop = |i: usize| slow.outcomes[i % count] == "timeout";
-    let (loops, rest): (Vec<_>, Vec<_>) = repeated.iter().cloned().enumerate().partition(|(i, _)| is_loop(*i));
-    let (loops, rest): (Vec<Candidate>, Vec<Candidate>) =
-        (loops.into_iter().map(|(_, c)| c).collect(), rest.into_iter().map(|(_, c)| c).collect());
+    let times_out = |i: usize| slow.outcomes[i % count] == "timeout";
+    let pick = |loops: bool| -> Vec<Candidate> {
+        repeated.iter().enumerate().filter(|&(i, _)| times_out(i) == loops).map(|(_, c)| c.clone()).collect()
+    };
+    let (loops, rest) = (pick(true), pick(false));
     if loops.is_empty() {
         return;
     }

@@ -154,7 +154,41 @@ fn bos_from_gguf(ct: &gguf_file::Content) -> Option<u32> {
     wanted.then(|| ct.metadata.get("tokenizer.ggml.bos_token_id").and_then(|v| v.to_u32().ok())).flatten()
 }
 
+/// Most padded positions scored in one batched forward of [`SmolLm::score_alternatives`]
+/// (their logits take `BATCH_ROWS × vocab × 4` bytes, 100 MB for SmolLM2's 49152).
+const BATCH_ROWS: usize = 512;
+
+/// A loaded SmolLM2 (or another llama-architecture or Gemma 3 GGUF).
+pub struct SmolLm {
+    model: Llama,
+    tokenizer: Tokenizer,
+    eos: u32,
+    /// Run before any text (Gemma's `<bos>`; SmolLM2 has none).
+    bos: Option<u32>,
+    device: Device,
+    /// The weights this model shares with the other models loaded from the same file (kept
+    /// for [`SmolLm::load`]'s cache while any of them lives); `None` for an adapted or non-CPU
+    /// model.
+    _shared: Option<Arc<Loaded>>,
+}
+
+/// A model as read from a file, before any forward: what the models loaded from the same file
+/// with the same [`Weights`] clone (a clone shares the weight tensors and has its own caches).
+struct Loaded {
+    model: Llama,
+    tokenizer: Tokenizer,
+    eos: u32,
+    bos: Option<u32>,
+}
+
+/// The models loaded so far, by file and weights: one copy of the weights per file however many
+/// parts of a run (candidate source, ranker) load it, for as long as one of them lives.
+type LoadCache = Mutex<Vec<((PathBuf, Weights), Weak<Loaded>)>>;
+
+static LOADED: LoadCache = Mutex::new(Vec::new());
+
 impl Loaded {
+    /// Read the model of `path` (tokenizer from its metadata) with `adapter`'s updates.
     fn read(
         path: &Path,
         weights: Weights,
@@ -184,38 +218,6 @@ impl Loaded {
         Ok(loaded)
     }
 }
-
-/// Most padded positions scored in one batched forward of [`SmolLm::score_alternatives`]
-/// (their logits take `BATCH_ROWS × vocab × 4` bytes, 100 MB for SmolLM2's 49152).
-const BATCH_ROWS: usize = 512;
-
-/// A loaded SmolLM2 (or another llama-architecture or Gemma 3 GGUF).
-pub struct SmolLm {
-    model: Llama,
-    tokenizer: Tokenizer,
-    eos: u32,
-    /// Run before any text (Gemma's `<bos>`; SmolLM2 has none).
-    bos: Option<u32>,
-    device: Device,
-    /// The weights this model shares with the other models loaded from the same file (kept
-    /// for [`SmolLm::load`]'s cache while any of them lives); `None` for an adapted model.
-    _shared: Option<Arc<Loaded>>,
-}
-
-/// A model as read from a file, before any forward: what the models loaded from the same file
-/// with the same [`Weights`] clone (a clone shares the weight tensors and has its own caches).
-struct Loaded {
-    model: Llama,
-    tokenizer: Tokenizer,
-    eos: u32,
-    bos: Option<u32>,
-}
-
-/// The models loaded so far, by file and weights: one copy of the weights per file however many
-/// parts of a run (candidate source, ranker) load it, for as long as one of them lives.
-type LoadCache = Mutex<Vec<((PathBuf, Weights), Weak<Loaded>)>>;
-
-static LOADED: LoadCache = Mutex::new(Vec::new());
 
 impl std::fmt::Debug for SmolLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
