@@ -160,16 +160,12 @@ const BATCH_ROWS: usize = 512;
 
 /// A loaded SmolLM2 (or another llama-architecture or Gemma 3 GGUF).
 pub struct SmolLm {
+    /// A clone of `base.model`: the same weights, caches of its own.
     model: Llama,
-    tokenizer: Tokenizer,
-    eos: u32,
-    /// Run before any text (Gemma's `<bos>`; SmolLM2 has none).
-    bos: Option<u32>,
+    /// The model as read, with its tokenizer; shared with the other models loaded from the same
+    /// file on the CPU (see [`SmolLm::load`]'s cache), kept while any of them lives.
+    base: Arc<Loaded>,
     device: Device,
-    /// The weights this model shares with the other models loaded from the same file (kept
-    /// for [`SmolLm::load`]'s cache while any of them lives); `None` for an adapted or non-CPU
-    /// model.
-    _shared: Option<Arc<Loaded>>,
 }
 
 /// A model as read from a file, before any forward: what the models loaded from the same file
@@ -178,6 +174,7 @@ struct Loaded {
     model: Llama,
     tokenizer: Tokenizer,
     eos: u32,
+    /// Run before any text (Gemma's `<bos>`; SmolLM2 has none).
     bos: Option<u32>,
 }
 
@@ -221,7 +218,7 @@ impl Loaded {
 
 impl std::fmt::Debug for SmolLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SmolLm(eos={})", self.eos)
+        write!(f, "SmolLm(eos={})", self.base.eos)
     }
 }
 
@@ -261,32 +258,31 @@ impl SmolLm {
         adapter: &HashMap<String, LowRank>,
         device: &Device,
     ) -> Result<SmolLm, ModelError> {
-        if !adapter.is_empty() || !device.is_cpu() {
-            let Loaded { model, tokenizer, eos, bos } = Loaded::read(path, weights, adapter, device)?;
-            return Ok(SmolLm { model, tokenizer, eos, bos, device: device.clone(), _shared: None });
-        }
-        let shared = Loaded::shared(path, weights, device)?;
-        Ok(SmolLm {
-            model: shared.model.clone(),
-            tokenizer: shared.tokenizer.clone(),
-            eos: shared.eos,
-            bos: shared.bos,
-            device: device.clone(),
-            _shared: Some(shared),
-        })
+        let base = if !adapter.is_empty() || !device.is_cpu() {
+            Arc::new(Loaded::read(path, weights, adapter, device)?)
+        } else {
+            Loaded::shared(path, weights, device)?
+        };
+        Ok(SmolLm { model: base.model.clone(), base, device: device.clone() })
     }
 
     /// # Errors
     /// When tokenization fails.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        Ok(self.tokenizer.encode(text, false).map_err(|e| ModelError::Tokenizer(e.to_string()))?.get_ids().to_vec())
+        Ok(self
+            .base
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| ModelError::Tokenizer(e.to_string()))?
+            .get_ids()
+            .to_vec())
     }
 
     /// `prompt`'s ids, after the beginning-of-text id when the model has one: what a forward
     /// from position 0 runs.
     fn encode_prompt(&self, prompt: &str) -> Result<Vec<u32>, ModelError> {
         let mut ids = self.encode(prompt)?;
-        if let (Some(bos), false) = (self.bos, ids.is_empty()) {
+        if let (Some(bos), false) = (self.base.bos, ids.is_empty()) {
             ids.insert(0, bos);
         }
         Ok(ids)
@@ -295,7 +291,7 @@ impl SmolLm {
     /// # Errors
     /// When decoding fails.
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
-        self.tokenizer.decode(ids, true).map_err(|e| ModelError::Tokenizer(e.to_string()))
+        self.base.tokenizer.decode(ids, true).map_err(|e| ModelError::Tokenizer(e.to_string()))
     }
 
     fn next_logits(&mut self, ids: &[u32], pos: usize) -> Result<Vec<f32>, ModelError> {
@@ -334,7 +330,7 @@ impl SmolLm {
             let more = if width == 0 {
                 None
             } else {
-                let mut ids = vec![self.eos; batch.len() * width];
+                let mut ids = vec![self.base.eos; batch.len() * width];
                 for (row, rest) in batch.iter().enumerate() {
                     let inputs = &rest[..rest.len().saturating_sub(1)];
                     ids[row * width..row * width + inputs.len()].copy_from_slice(inputs);
@@ -463,7 +459,7 @@ impl SmolLm {
             } else {
                 nucleus.sample(&logits)?
             };
-            if tok == self.eos {
+            if tok == self.base.eos {
                 break;
             }
             out.push(tok);
@@ -589,8 +585,8 @@ mod tests {
         }
         let mut a = load(&own, Weights::Quantized);
         let mut b = load(&own, Weights::Quantized);
-        let shared = a._shared.clone().unwrap();
-        assert!(Arc::ptr_eq(&shared, b._shared.as_ref().unwrap()), "one copy of the weights");
+        let shared = Arc::clone(&a.base);
+        assert!(Arc::ptr_eq(&shared, &b.base), "one copy of the weights");
         let before = b.score(PROMPT, BODY).unwrap();
         a.score(PROMPT, "    return 0\n").unwrap();
         let after = b.score(PROMPT, BODY).unwrap();
@@ -598,8 +594,8 @@ mod tests {
         let weak = Arc::downgrade(&shared);
         drop((a, b, shared));
         assert!(weak.upgrade().is_none(), "the weights go with the last model");
-        let c = load(&own, Weights::Quantized);
-        assert!(c._shared.is_some());
+        let mut c = load(&own, Weights::Quantized);
+        assert_eq!(c.score(PROMPT, BODY).unwrap().1, before.1, "read again after the last one went");
     }
 
     #[test]

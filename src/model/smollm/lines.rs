@@ -268,11 +268,11 @@ impl SmolLm {
             .zip(logits.par_iter())
             .map(|((processor, row), logits)| (!row.done).then(|| processor.sample(logits)).transpose())
             .collect::<candle_core::Result<_>>()?;
-        let mut next = vec![self.eos; rows.len()];
+        let mut next = vec![self.base.eos; rows.len()];
         for (r, (row, tok)) in rows.iter_mut().zip(drawn).enumerate() {
             let Some(tok) = tok else { continue };
             row.nats += f64::from(logits[r][tok as usize]);
-            if tok == self.eos {
+            if tok == self.base.eos {
                 (row.done, row.complete) = (true, true);
                 continue;
             }
