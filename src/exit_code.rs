@@ -16,7 +16,7 @@ pub enum ExitCode {
     NothingToFix = 4,
     /// Python, pytest or a pytest plugin the configuration names is missing; the sandbox cannot start.
     Environment = 5,
-    /// The test suite cannot run: collection errors (syntax or import errors), no tests, baseline timeout.
+    /// The test suite cannot run: no test ran at all, none of `--tests` ran, or no failing test within the baseline's share.
     BaselineBroken = 6,
     /// Interrupted by SIGINT, SIGTERM or SIGHUP (see `interrupt`): 128 + SIGINT, as shells report it.
     Interrupted = 130,

@@ -169,13 +169,22 @@ type LineKey = (String, usize);
 /// A function by file and first line.
 type FnKey = (String, usize);
 
+/// Whether a pytest node id names a doctest (`pkg/mod.py::pkg.mod.func`: a dotted name where
+/// a test function or class would be).
+#[must_use]
+pub fn is_doctest(nodeid: &str) -> bool {
+    nodeid.split("::").nth(1).is_some_and(|name| name.split('[').next().unwrap_or(name).contains('.'))
+}
+
 /// Rank the lines of `project`'s repair targets by how likely they hold the bug that makes
 /// `baseline`'s failing tests fail.
 #[must_use]
 pub fn localize(project: &Project, baseline: &Session) -> Localization {
     // A file that holds collected tests is a test file, whatever its name (pytest's
-    // `python_files` may collect `check_*.py`): never a place for the fix.
-    let test_files: BTreeSet<&str> = baseline.tests.iter().filter_map(|t| t.nodeid.split("::").next()).collect();
+    // `python_files` may collect `check_*.py`): never a place for the fix. Doctests
+    // (`--doctest-modules`) leave their module project code.
+    let test_files: BTreeSet<&str> =
+        baseline.tests.iter().filter(|t| !is_doctest(&t.nodeid)).filter_map(|t| t.nodeid.split("::").next()).collect();
     let targets: BTreeSet<&str> =
         project.repair_targets().map(|f| f.rel.as_str()).filter(|rel| !test_files.contains(rel)).collect();
     let defs = Defs::of(project);
@@ -506,6 +515,16 @@ fn rank_functions(defs: &Defs, lines: &[SuspiciousLine], values: &HashMap<FnKey,
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn doctest_node_ids_are_told_from_test_functions() {
+        assert!(super::is_doctest("textkit/words.py::textkit.words.longest"));
+        assert!(super::is_doctest("README.txt::README.txt"));
+        assert!(!super::is_doctest("tests/test_a.py::TestX::test_y"));
+        assert!(!super::is_doctest("tests/test_a.py::test_y[1.5]"));
+        assert!(!super::is_doctest("tests/test_a.py"));
+    }
+
     use super::*;
     use crate::process::Exit;
     use crate::pytest::{FlowCall, TestOutcome};

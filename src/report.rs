@@ -16,6 +16,8 @@ pub struct FixReport {
     pub python: String,
     pub patch: Option<PatchReport>,
     pub baseline: BaselineReport,
+    /// The regression guard: the baseline-passing tests a patch must keep passing.
+    pub guard: GuardReport,
     pub suspicious_functions: Vec<FunctionReport>,
     pub suspicious_lines: Vec<LineReport>,
     pub candidates: CandidateStats,
@@ -187,6 +189,62 @@ pub struct BaselineReport {
     pub seconds: f64,
 }
 
+/// The regression guard of a run (see `repair::guard`).
+#[derive(Debug, Serialize)]
+pub struct GuardReport {
+    /// Baseline-passing tests the guard learned (the failing tests being fixed excluded).
+    pub tests: usize,
+    /// Of those, the tests that checked the reported patch (`null`: no patch was confirmed).
+    pub checked: Option<usize>,
+    /// Only the failing tests checked (or would check) the patch.
+    pub thin: bool,
+    /// What was left out of the guard.
+    pub left_out: LeftOutReport,
+}
+
+/// Parts of the suite left out of the guard, and why.
+#[derive(Debug, Serialize)]
+pub struct LeftOutReport {
+    /// Modules or directories pytest could not collect: node id and first line of the reason.
+    pub uncollectable: Vec<UncollectableReport>,
+    /// Tests that failed before any change (outside the failing tests being fixed).
+    pub failing: usize,
+    /// Tests that hung before any change.
+    pub timed_out: usize,
+    /// Test files the time box of the baseline cut.
+    pub not_run_files: usize,
+    /// The run of the rest of the suite stopped at its time box.
+    pub cut: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct UncollectableReport {
+    pub nodeid: String,
+    pub reason: String,
+}
+
+impl GuardReport {
+    fn new(guard: &crate::repair::guard::GuardSummary) -> GuardReport {
+        let left = &guard.left_out;
+        GuardReport {
+            tests: guard.known,
+            checked: guard.checked,
+            thin: guard.thin(),
+            left_out: LeftOutReport {
+                uncollectable: left
+                    .uncollectable
+                    .iter()
+                    .map(|(nodeid, reason)| UncollectableReport { nodeid: nodeid.clone(), reason: reason.clone() })
+                    .collect(),
+                failing: left.failing,
+                timed_out: left.timed_out,
+                not_run_files: left.not_run_files,
+                cut: left.cut,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct FailingReport {
     pub nodeid: String,
@@ -327,6 +385,7 @@ impl FixReport {
                 failing,
                 seconds: outcome.baseline_elapsed.as_secs_f64(),
             },
+            guard: GuardReport::new(&outcome.guard),
             suspicious_functions: outcome
                 .localization
                 .functions

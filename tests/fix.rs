@@ -519,9 +519,13 @@ fn tests_names_the_failures_to_fix_and_the_rest_of_the_suite_guards_against_regr
     let out = fix(dir.path(), &["--tests", "test_a.py", "--json", "--apply", "--lm", "none"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // The whole suite ran in the baseline; only the selected failure is to be fixed, and the
-    // unrelated failure outside the selection does not block confirmation.
-    assert_eq!(report["baseline"]["tests"], 4);
+    // The baseline ran the selected file; the rest of the suite ran beside the search: its two
+    // passing tests guarded the patch, and the unrelated failure outside the selection is left
+    // out of the guard (it does not block confirmation).
+    assert_eq!(report["baseline"]["tests"], 1);
+    assert_eq!(report["guard"]["tests"], 2, "{report:#}");
+    assert_eq!(report["guard"]["checked"], 2, "{report:#}");
+    assert_eq!(report["guard"]["left_out"]["failing"], 1, "{report:#}");
     let check = Command::new("python3")
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "test_b.py"])
         .current_dir(dir.path())

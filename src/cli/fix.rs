@@ -354,14 +354,19 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         Ok(outcome) => outcome,
         Err(err) => {
             let code = match &err {
-                FixError::Pytest(PytestError::PythonMissing(_) | PytestError::PytestMissing { .. })
+                FixError::Pytest(
+                    PytestError::PythonMissing(_)
+                    | PytestError::PytestMissing { .. }
+                    | PytestError::PythonUnresponsive { .. },
+                )
                 | FixError::Sandbox(_)
                 | FixError::Ranker(_)
                 | FixError::PytestUsage(_)
                 | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
-                FixError::CollectionErrors(_) | FixError::NoTests(_) | FixError::BaselineTimeout { .. } => {
-                    ExitCode::BaselineBroken
-                }
+                FixError::CollectionErrors(_)
+                | FixError::NoTests(_)
+                | FixError::SelectedNotRun(_)
+                | FixError::BaselineTimeout { .. } => ExitCode::BaselineBroken,
                 FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
                 | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
                 | FixError::WrongTask(..) => ExitCode::Usage,
@@ -408,12 +413,13 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 print!("{diff}");
             }
             eprintln!(
-                "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s",
+                "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s; {}",
                 best.patch.file,
                 best.line,
                 best.source.name(),
                 best.description,
-                outcome.elapsed.as_secs_f64()
+                outcome.elapsed.as_secs_f64(),
+                guard_line(&outcome.guard)
             );
             if let Some(ranking) = &report.ranking {
                 eprintln!(
@@ -495,4 +501,18 @@ impl<T: Copy> MutexCell<'_, T> {
     fn get(&self) -> Option<T> {
         *self.0.lock().expect("progress lock")
     }
+}
+
+/// How many tests guarded the patch, and what the guard left out.
+fn guard_line(guard: &deepdebug::repair::guard::GuardSummary) -> String {
+    let checked = guard.checked.unwrap_or(guard.known);
+    let left = &guard.left_out;
+    let left_out = left.uncollectable.len() + left.failing + left.timed_out;
+    let mut line = format!("guarded by {checked} other test{}", if checked == 1 { "" } else { "s" });
+    if guard.thin() {
+        line.push_str(" (thin guard: only the failing tests checked it)");
+    } else if left_out > 0 {
+        line.push_str(&format!(" ({left_out} left out: see the warnings)"));
+    }
+    line
 }

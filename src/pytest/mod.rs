@@ -23,6 +23,8 @@ pub enum PytestError {
     PythonMissing(String),
     #[error("pytest is not installed for `{python}` (install it with `{python} -m pip install pytest`)")]
     PytestMissing { python: String },
+    #[error("python interpreter `{python}` did not answer within {seconds}s (a heavily loaded machine, or a hanging sitecustomize)")]
+    PythonUnresponsive { python: String, seconds: u64 },
     #[error("the fork server is unavailable: {0}")]
     ServerUnavailable(String),
     #[error(transparent)]
@@ -262,6 +264,9 @@ pub struct RunSpec<'a> {
     pub root: &'a Path,
     pub coverage: bool,
     pub run: TestRun<'a>,
+    /// Node ids pytest leaves out (`--deselect`): tests known to fail or hang at baseline in
+    /// the files a guard run names.
+    pub deselect: &'a [String],
 }
 
 /// The environment every pytest process gets (sessions and fork servers): the plugin on the
@@ -281,7 +286,7 @@ impl<'a> RunSpec<'a> {
     #[must_use]
     pub fn baseline(root: &'a Path, per_test_timeout: Duration, session_timeout: Duration) -> RunSpec<'a> {
         let run = TestRun { per_test_timeout: Some(per_test_timeout), ..TestRun::new(None, session_timeout) };
-        RunSpec { root, coverage: true, run }
+        RunSpec { root, coverage: true, run, deselect: &[] }
     }
 
     /// The same run of `selectors` only (node ids or paths; empty: the whole suite).
@@ -344,7 +349,7 @@ impl Pytest {
                 .map_err(io_err("write the plugin's origin file"))?;
         }
         let display = python.display().to_string();
-        let probe = Job {
+        let mut probe = Job {
             program: python,
             args: vec!["-c".into(), PROBE.into()],
             source: dir.unwrap_or(plugin_dir.path()),
@@ -355,7 +360,17 @@ impl Pytest {
             limits: Limits::default(),
             capture_dir: plugin_dir.path(),
         };
-        let out = match sandbox.run(&probe) {
+        // A loaded machine may start an interpreter slowly: one more, longer try before
+        // saying anything about it, and never that pytest is missing.
+        let mut attempt = sandbox.run(&probe);
+        if attempt.as_ref().is_ok_and(|out| out.exit.is_timeout()) {
+            probe.timeout = PROBE_RETRY_TIMEOUT;
+            attempt = sandbox.run(&probe);
+        }
+        let out = match attempt {
+            Ok(out) if out.exit.is_timeout() => {
+                return Err(PytestError::PythonUnresponsive { python: display, seconds: PROBE_RETRY_TIMEOUT.as_secs() })
+            }
             Ok(out) => out,
             Err(err) if sandbox.is_container() && !matches!(err, SandboxError::ProgramNotFound { .. }) => {
                 return Err(err.into())
@@ -445,10 +460,15 @@ impl Pytest {
         let mut args: Vec<OsString> = ["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q"]
             .into_iter()
             .chain(["--tb=no", "--no-header", "-rN", "-W", "ignore::DeprecationWarning"])
+            .chain(TOLERANT_ARGS)
             .map(OsString::from)
             .collect();
         if spec.run.exit_first {
             args.push("-x".into());
+        }
+        for id in spec.deselect {
+            args.push("--deselect".into());
+            args.push(id.into());
         }
         args.extend(spec.run.selectors().iter().map(OsString::from));
         let mut env = session_env(self.plugin_dir.path(), spec.root, spec.coverage);
@@ -482,6 +502,14 @@ impl Pytest {
         Ok(session)
     }
 }
+
+/// Arguments every session gets (the fork server's too): a module that cannot be collected
+/// does not stop the rest of the suite (pytest would run nothing), and a project's own `-x` or
+/// `--maxfail` in `addopts` does not end a baseline at its first failure (our `-x` comes after).
+pub(crate) const TOLERANT_ARGS: [&str; 2] = ["--continue-on-collection-errors", "--maxfail=0"];
+
+/// The second, longer try of the interpreter probe (the first allows 60 s).
+const PROBE_RETRY_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Exit status of [`PROBE`] when the interpreter has no pytest.
 const PROBE_NO_PYTEST: i32 = 3;

@@ -2,6 +2,7 @@
 
 use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
+use super::guard::{self, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
 use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::minimal;
 use super::patcher::{ModelTurns, PatcherSource};
@@ -125,11 +126,14 @@ pub enum FixError {
     CollectionErrors(Vec<CollectError>),
     #[error("pytest collected no tests{}", tail_hint(.0))]
     NoTests(String),
+    /// The selectors' files ran, but none of the tests `--tests` named.
+    #[error("none of the tests given with --tests ran ({}); `python -m pytest` with them in the project shows why", .0.join(", "))]
+    SelectedNotRun(Vec<String>),
     /// pytest refused its command line: usually `addopts` naming an option of a plugin that the
     /// project's Python environment lacks.
     #[error("pytest rejected its options ({0}): the project's pytest configuration (addopts in pytest.ini, pyproject.toml, setup.cfg or tox.ini) may need a plugin that is not installed in the Python environment `fix` uses (its .venv, or python3); install it there")]
     PytestUsage(String),
-    #[error("the test suite alone did not finish within the budget ({}s of --timeout {}s were left for it): raise --timeout, or run fewer tests with --tests … --tests-only", .left.as_secs_f64().round(), .timeout.as_secs_f64().round())]
+    #[error("the test suite found no failing test within its share of the budget ({}s of --timeout {}s): name the failing test with --tests NODEID, or raise --timeout", .left.as_secs_f64().round(), .timeout.as_secs_f64().round())]
     BaselineTimeout { timeout: Duration, left: Duration },
     #[error("patcher model: {0}")]
     Model(#[from] crate::model::ModelError),
@@ -208,6 +212,8 @@ pub struct FixOutcome {
     pub lm: Option<ClozeStats>,
     /// With `--rank smollm`: the model and the likelihoods of the plausible candidates.
     pub ranking: Option<Ranking>,
+    /// The regression guard: its size, what checked the patch, what was left out.
+    pub guard: GuardSummary,
 }
 
 /// What likelihood ranking saw.
@@ -276,12 +282,16 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         crate::pytest::for_project(project.root(), options.python.as_deref(), options.sandbox, &options.docker)?;
     warnings.extend(sandbox_warning);
     // The validation engines start now: their fork servers import pytest and collect the
-    // suite while the baseline runs, and the whole search reuses them.
-    let pool = lab::Pool::start(&pytest, project.root(), options.run_selectors(), options.jobs, options.engine)?;
+    // focus (the selected tests' files, or the whole suite) while the baseline runs.
+    let focus = options.focus();
+    let pool = lab::Pool::start(&pytest, project.root(), &focus, options.jobs, options.engine)?;
     on_event(FixEvent::BaselineStarted);
-    let baseline = run_baseline(options, &pytest, &project, start + options.timeout)?;
+    let baseline = run_baseline(options, &pytest, &project, &focus, start)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
     outcome.failing.retain(|id| options.tests_only || selected(id, &options.selectors));
+    if options.selectors.is_empty() {
+        outcome.set_aside_environment_hangs();
+    }
     outcome.ranking = ranker.as_ref().map(|r| Ranking {
         model: r.path().to_path_buf(),
         scores: HashMap::new(),
@@ -292,34 +302,112 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
         outcome.elapsed = start.elapsed();
         return Ok(outcome);
     }
-    outcome.localization = localize(&project, &outcome.without_unselected_failures());
-    outcome.localization.retain_editable(&project, &options.exclude);
-    let budget = Budget::new(start, options.timeout, &outcome.baseline);
-    let (sources, handles) = sources(options, &project, &outcome.localization, sampler);
-    let search = Mutex::new(Search::new(&project, sources, budget.late_at).excluding(options.exclude.clone()));
-    let ranking = outcome.ranking.take();
+    let mut guard = Guard::default();
+    guard.absorb(&outcome.baseline, &outcome.failing);
+    let pending = PendingGuard::default();
+    let rest = options.guards_rest().then(|| RestOfSuite {
+        focus_files: &focus,
+        failing: &outcome.failing,
+        per_test: options.baseline_test_timeout.min(GUARD_TEST_LIMIT),
+        time_box: (start + options.timeout).saturating_duration_since(Instant::now()).mul_f64(GUARD_SHARE),
+    });
+    let searched = std::thread::scope(|scope| {
+        match &rest {
+            // The rest of the suite runs beside the search; its failures are only warnings.
+            Some(rest) => {
+                let (pytest, root, pending, base) = (&pytest, project.root(), &pending, guard.clone());
+                scope.spawn(move || {
+                    let learned = guard::run_rest(pytest, root, rest, base.clone()).unwrap_or(base);
+                    pending.set(learned);
+                });
+            }
+            None => pending.set(guard.clone()),
+        }
+        let engines = (&pytest, &pool, &pending, focus.as_slice());
+        search_stage(options, &project, engines, &outcome, (sampler, ranker), start, on_event)
+    });
+    let searched = searched?;
+    let learned = pending.get().unwrap_or(guard);
+    outcome.warnings.extend(learned.warnings());
+    outcome.guard = GuardSummary::new(&learned, searched.guarded);
+    outcome.absorb_search(searched, &project, start);
+    if outcome.best().is_some() && outcome.guard.thin() {
+        outcome.warnings.push("the regression guard is thin: only the failing tests checked the patch (no other test of the suite passed before the change); review it with care".into());
+    }
+    Ok(outcome)
+}
+
+/// Per-test limit of the run of the rest of the suite (tests that wait on the network must
+/// not hold the guard up).
+const GUARD_TEST_LIMIT: Duration = Duration::from_secs(3);
+
+/// Share of the time left after the baseline that the rest of the suite may take.
+const GUARD_SHARE: f64 = 0.35;
+
+/// Share of the budget the baseline of the focus (or the whole suite) may take before it
+/// is cut; the tests it did not reach are left out of the guard.
+const BASELINE_SHARE: f64 = 0.5;
+
+/// What the search stage hands back to [`fix`].
+struct Searched<'p> {
+    localization: Localization,
+    search: Search<'p>,
+    best: Option<CandidateId>,
+    end: SearchEnd,
+    run: RunResults,
+    handles: Handles,
+    /// Baseline-passing tests that guarded the reported patch at its confirmation.
+    guarded: Option<usize>,
+}
+
+/// Localization, sources, search, ranking and confirmation.
+fn search_stage<'p>(
+    options: &FixOptions,
+    project: &'p Project,
+    (pytest, pool, guard, focus): (&crate::pytest::Pytest, &lab::Pool, &PendingGuard, &[String]),
+    outcome: &FixOutcome,
+    (sampler, ranker): (Option<(crate::model::Patcher, NeuralLimits)>, Option<Ranker>),
+    start: Instant,
+    on_event: &(dyn Fn(FixEvent) + Sync),
+) -> Result<Searched<'p>, FixError> {
+    let mut localization = localize(project, &outcome.without_unselected_failures());
+    localization.retain_editable(project, &options.exclude);
+    let budget = Budget::new(start, options.timeout, &outcome.baseline, options.guards_rest());
+    let (sources, handles) = sources(options, project, &localization, sampler);
+    let search = Mutex::new(Search::new(project, sources, budget.late_at).excluding(options.exclude.clone()));
+    let ranking = outcome.ranking.clone();
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
     let (best, end, run) = {
-        let config = lab_config(options, &project, &outcome, budget.search_deadline);
-        let mut run = SearchRun::new(options, &project, (&pytest, &pool, config), &search, (ranker, ranking), &budget);
+        let config = lab_config((options, focus), project, outcome, budget.search_deadline);
+        let mut run = SearchRun::new(options, project, (pytest, pool, config), &search, (ranker, ranking), &budget);
+        run.guard = Some(guard);
         let (best, end) = run.search_and_confirm(on_event)?;
         (best, end, run.finish())
     };
-    outcome.ranking = run.ranking;
-    outcome.warnings.extend(run.notes);
-    outcome.first_validation =
-        run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(outcome.baseline_elapsed));
+    let guarded = run.guarded;
     let search = search.into_inner().expect("search lock");
-    outcome.validated = search.validated();
-    outcome.lm = handles.lm.map(|stats| stats.lock().expect("cloze stats").clone());
-    if let Some(err) = outcome.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
-        outcome.warnings.push(format!("language-model candidates stopped: {err}"));
+    Ok(Searched { localization, search, best, end, run, handles, guarded })
+}
+
+impl FixOutcome {
+    /// Take over what the search stage learned.
+    fn absorb_search(&mut self, searched: Searched<'_>, project: &Project, start: Instant) {
+        let Searched { localization, search, best, end, run, handles, .. } = searched;
+        self.localization = localization;
+        self.ranking = run.ranking;
+        self.warnings.extend(run.notes);
+        self.first_validation =
+            run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(self.baseline_elapsed));
+        self.validated = search.validated();
+        self.lm = handles.lm.map(|stats| stats.lock().expect("cloze stats").clone());
+        if let Some(err) = self.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
+            self.warnings.push(format!("language-model candidates stopped: {err}"));
+        }
+        if let Some(err) = handles.patcher_error.and_then(|e| e.lock().expect("patcher error").take()) {
+            self.warnings.push(format!("patcher candidates stopped: {err}"));
+        }
+        self.finish(project, &search, best, end, start.elapsed());
     }
-    if let Some(err) = handles.patcher_error.and_then(|e| e.lock().expect("patcher error").take()) {
-        outcome.warnings.push(format!("patcher candidates stopped: {err}"));
-    }
-    outcome.finish(&project, &search, best, end, start.elapsed());
-    Ok(outcome)
 }
 
 /// The trained patcher of `--model`, checked to be a patch model.
@@ -355,28 +443,54 @@ fn load_ranker(options: &FixOptions, warnings: &mut Vec<String>) -> Result<Optio
     }
 }
 
-/// The whole suite (or the selected tests) once, with coverage, in a scratch copy.
+/// The focus once, with coverage, in a scratch copy: the selected tests' files (or the whole
+/// suite without `--tests`), tolerant of modules that cannot be collected and cut at its share
+/// of the budget. A cut focus that missed a selected test is followed by a run of the
+/// selectors alone.
 fn run_baseline(
     options: &FixOptions,
     pytest: &crate::pytest::Pytest,
     project: &Project,
-    deadline: Instant,
+    focus: &[String],
+    start: Instant,
 ) -> Result<Session, FixError> {
     let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    let baseline = pytest
-        .run(&RunSpec::baseline(scratch.path(), options.baseline_test_timeout, left).of(options.run_selectors()))?;
-    if baseline.exit.is_timeout() {
-        return Err(FixError::BaselineTimeout { timeout: options.timeout, left });
+    let deadline = start + options.timeout;
+    let share = |d: Instant| d.saturating_duration_since(Instant::now()).mul_f64(BASELINE_SHARE);
+    let box_end = Instant::now() + share(deadline);
+    let run = |tests: &[String], until: Instant| {
+        let left = until.saturating_duration_since(Instant::now());
+        pytest.run(&RunSpec::baseline(scratch.path(), options.baseline_test_timeout, left).of(tests))
+    };
+    let mut baseline = run(focus, box_end)?;
+    let missed = |session: &Session| {
+        let ran: HashSet<&str> = session.tests.iter().map(|t| t.nodeid.as_str()).collect();
+        options.selectors.iter().any(|s| s.contains("::") && !ran.contains(s.as_str()))
+    };
+    if baseline.exit.is_timeout() && !options.selectors.is_empty() && missed(&baseline) {
+        baseline = run(&options.selectors, Instant::now() + share(deadline))?;
     }
-    if !baseline.collect_errors.is_empty() {
-        return Err(FixError::CollectionErrors(baseline.collect_errors.clone()));
+    check_baseline(options, baseline, share(deadline).max(options.timeout.mul_f64(BASELINE_SHARE)))
+}
+
+/// A baseline that ran no test, or no failing test before its time box, stops `fix`; one
+/// that ran any is good (modules that could not be collected become warnings).
+fn check_baseline(options: &FixOptions, baseline: Session, left: Duration) -> Result<Session, FixError> {
+    let failing = baseline.failing().any(|t| selected(&t.nodeid, &options.selectors));
+    if baseline.exit.is_timeout() && !failing {
+        return Err(FixError::BaselineTimeout { timeout: options.timeout, left });
     }
     if baseline.tests.is_empty() {
         if let Some(usage) = crate::pytest::usage_error(&baseline.output_tail) {
             return Err(FixError::PytestUsage(usage));
         }
+        if !baseline.collect_errors.is_empty() {
+            return Err(FixError::CollectionErrors(baseline.collect_errors.clone()));
+        }
         return Err(FixError::NoTests(baseline.output_tail.clone()));
+    }
+    if !options.selectors.is_empty() && !baseline.tests.iter().any(|t| selected(&t.nodeid, &options.selectors)) {
+        return Err(FixError::SelectedNotRun(options.selectors.clone()));
     }
     Ok(baseline)
 }
@@ -439,12 +553,16 @@ struct Budget {
     last_call: Instant,
     /// When single edits have had their share and combinations may start without seeds.
     late_at: Instant,
+    timeout: Duration,
+    /// Fixed cost of one pytest session.
+    startup: Duration,
 }
 
 impl Budget {
     /// A confirmation run costs about the baseline without its hangs; two must fit (at most
-    /// 40% of the budget).
-    fn new(start: Instant, timeout: Duration, baseline: &Session) -> Budget {
+    /// 40% of the budget). While the rest of the suite is still being learned (`guard_pending`)
+    /// the whole 40% is kept; [`SearchRun::refresh_budget`] gives back what the guard leaves.
+    fn new(start: Instant, timeout: Duration, baseline: &Session, guard_pending: bool) -> Budget {
         let timeouts = Timeouts::from_baseline(baseline);
         let suite: f64 = baseline
             .tests
@@ -454,12 +572,17 @@ impl Budget {
             .sum();
         let one_run = timeouts.startup + Duration::from_secs_f64(suite);
         let reserve = (one_run * u32::try_from(CONFIRMATION_RUNS).unwrap_or(2)).min(timeout.mul_f64(0.4));
+        let reserve = if guard_pending { timeout.mul_f64(0.4) } else { reserve };
         let deadline = start + timeout;
         let search_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
-        let last_call = deadline.checked_sub(one_run.mul_f64(1.2)).unwrap_or(deadline).max(search_deadline);
+        let last_call = if guard_pending {
+            search_deadline
+        } else {
+            deadline.checked_sub(one_run.mul_f64(1.2)).unwrap_or(deadline).max(search_deadline)
+        };
         let now = Instant::now();
         let late_at = now + search_deadline.saturating_duration_since(now).mul_f64(SINGLE_EDIT_SHARE);
-        Budget { deadline, search_deadline, last_call, late_at }
+        Budget { deadline, search_deadline, last_call, late_at, timeout, startup: timeouts.startup }
     }
 }
 
@@ -467,13 +590,13 @@ impl Budget {
 const SINGLE_EDIT_SHARE: f64 = 0.55;
 
 fn lab_config<'a>(
-    options: &'a FixOptions,
+    (options, focus): (&FixOptions, &'a [String]),
     project: &'a Project,
     outcome: &'a FixOutcome,
     deadline: Instant,
 ) -> LabConfig<'a> {
     LabConfig {
-        selectors: options.run_selectors(),
+        selectors: focus,
         failing: outcome.failing.clone(),
         stop_after_plausible: 1,
         ..LabConfig::for_baseline(project.root(), &outcome.baseline, options.engine, options.jobs, deadline)
@@ -481,13 +604,28 @@ fn lab_config<'a>(
 }
 
 impl FixOptions {
-    /// The selectors every test run uses: the user's with `--tests-only`, else the whole suite.
-    fn run_selectors(&self) -> &[String] {
+    /// What the baseline and every validation session run: the user's selectors with
+    /// `--tests-only`, else the files that hold them (passed by path, so pytest collects them
+    /// whatever their names; their other tests guard with coverage), else the whole suite.
+    #[must_use]
+    pub fn focus(&self) -> Vec<String> {
         if self.tests_only {
-            &self.selectors
-        } else {
-            &[]
+            return self.selectors.clone();
         }
+        let mut files: Vec<String> = Vec::new();
+        for selector in &self.selectors {
+            let file = guard::file_of(selector.trim_start_matches("./")).to_string();
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+        files
+    }
+
+    /// Whether the rest of the suite runs beside the search to guard plausible patches: with
+    /// selectors, unless `--tests-only`.
+    fn guards_rest(&self) -> bool {
+        !self.selectors.is_empty() && !self.tests_only
     }
 }
 
@@ -503,6 +641,11 @@ pub fn selected(nodeid: &str, selectors: &[String]) -> bool {
                     .strip_prefix(selector)
                     .is_some_and(|rest| rest.starts_with("::") || rest.starts_with('[') || rest.starts_with('/'))
         })
+}
+
+/// Whether `file` holds tests of `baseline` (a test file whatever its name).
+fn file_of_test(file: &str, baseline: &Session) -> bool {
+    baseline.tests.iter().any(|t| guard::file_of(&t.nodeid) == file && !crate::localize::is_doctest(&t.nodeid))
 }
 
 /// Failing tests of the baseline; those that hung go last (the slowest to reject).
@@ -531,7 +674,33 @@ impl FixOutcome {
             lm: None,
             baseline,
             ranking: None,
+            guard: GuardSummary::default(),
         }
+    }
+
+    /// Without `--tests`: tests that hung without running a line of project code (waiting on
+    /// a network or a service the sandbox does not have) are not repair targets while other
+    /// tests fail; they are left out with a warning that says how to include them.
+    fn set_aside_environment_hangs(&mut self) {
+        let hung_outside = |id: &String| {
+            self.baseline.test(id).is_some_and(|t| {
+                t.outcome == crate::pytest::TestOutcome::Timeout
+                    && t.coverage
+                        .keys()
+                        .all(|file| crate::project::is_test_path(file) || file_of_test(file, &self.baseline))
+            })
+        };
+        let (hung, rest): (Vec<String>, Vec<String>) = self.failing.iter().cloned().partition(hung_outside);
+        if hung.is_empty() || rest.is_empty() {
+            return;
+        }
+        self.warnings.push(format!(
+            "{} test(s) hung without running project code (waiting on a network or service?) and are not repair targets: {}{}; name them with --tests to include them",
+            hung.len(),
+            hung.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if hung.len() > 3 { ", ..." } else { "" }
+        ));
+        self.failing = rest;
     }
 
     /// The baseline without the failing tests outside the selection (what localization sees).
@@ -579,6 +748,14 @@ struct SearchRun<'r, 'p> {
     deadline: Instant,
     /// Until when a search with nothing to confirm may go on past its own deadline.
     last_call: Instant,
+    /// The regression guard, learned beside the search (`None`: the baseline's tests only).
+    guard: Option<&'r PendingGuard>,
+    /// Whether the budget has been fitted to the learned guard.
+    budget_fitted: bool,
+    timeout: Duration,
+    startup: Duration,
+    /// Baseline-passing tests that guarded the confirmed patch.
+    guarded: Option<usize>,
 }
 
 /// What a [`SearchRun`] leaves for the outcome.
@@ -586,6 +763,7 @@ struct RunResults {
     ranking: Option<Ranking>,
     notes: Vec<String>,
     first_validated: Option<Instant>,
+    guarded: Option<usize>,
 }
 
 impl<'r, 'p> SearchRun<'r, 'p> {
@@ -598,7 +776,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         budget: &Budget,
     ) -> Self {
         let (notes, first_validated) = (Mutex::new(Vec::new()), std::sync::OnceLock::new());
-        let (deadline, last_call) = (budget.deadline, budget.last_call);
+        let (deadline, last_call, timeout, startup) =
+            (budget.deadline, budget.last_call, budget.timeout, budget.startup);
         SearchRun {
             options,
             project,
@@ -612,6 +791,11 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             first_validated,
             deadline,
             last_call,
+            guard: None,
+            budget_fitted: false,
+            timeout,
+            startup,
+            guarded: None,
         }
     }
 
@@ -620,7 +804,23 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             ranking: self.ranking,
             notes: self.notes.into_inner().expect("notes lock"),
             first_validated: self.first_validated.into_inner(),
+            guarded: self.guarded,
         }
+    }
+
+    /// Once the guard is known, the confirmation reserve is two runs of it (at most 40% of
+    /// the budget) and the search may go on until one run is left.
+    fn refresh_budget(&mut self) {
+        let Some(guard) = self.guard.filter(|_| !self.budget_fitted).and_then(PendingGuard::get) else { return };
+        self.budget_fitted = true;
+        let focus: f64 =
+            self.config.failing.iter().filter_map(|id| self.config.baseline.test(id)).map(|t| t.duration).sum();
+        let one_run = self.startup + Duration::from_secs_f64(guard.seconds() + focus);
+        let reserve = (one_run * 2).min(self.timeout.mul_f64(0.4));
+        let search_deadline = self.deadline.checked_sub(reserve).unwrap_or(self.deadline);
+        self.config.deadline = self.config.deadline.max(search_deadline);
+        self.last_call =
+            self.deadline.checked_sub(one_run.mul_f64(1.2)).unwrap_or(self.deadline).max(self.config.deadline);
     }
 
     /// Validate until a plausible patch survives confirmation by fresh full-suite runs, the
@@ -632,6 +832,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         // With a ranker: whether the extra collection of plausible patches has run.
         let mut collected = false;
         loop {
+            self.refresh_budget();
             if Instant::now() >= self.config.deadline {
                 // Nothing waits for confirmation: the time kept for a second run goes to the
                 // search (a patch found now is confirmed by one run).
@@ -792,8 +993,13 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
             on_event(FixEvent::Confirming { deadline: self.deadline });
-            match lab::confirm(self.pytest, &self.config, &candidate, CONFIRMATION_RUNS, self.deadline)? {
+            let plan = self.guard_plan(&candidate);
+            match lab::confirm(self.pytest, &self.config, &plan, &candidate, CONFIRMATION_RUNS, self.deadline)? {
                 Confirmation::Confirmed { runs } => {
+                    self.guarded = Some(plan.guard_tests());
+                    if plan.dropped > 0 {
+                        push_note(&self.notes, format!("{} test(s) of the regression guard did not fit in --timeout and did not check the patch (the failing tests' files and the tests that import the edited module went first)", plan.dropped));
+                    }
                     if runs < CONFIRMATION_RUNS {
                         push_note(&self.notes, format!("the patch was confirmed by {runs} fresh run of the suite: --timeout left no time for a second"));
                     }
@@ -815,6 +1021,48 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             }
         }
     }
+}
+
+impl SearchRun<'_, '_> {
+    /// The guard's part that two confirmation runs of `candidate` can afford before the
+    /// deadline (waiting for the rest of the suite to finish its run first).
+    fn guard_plan(&self, candidate: &Candidate) -> GuardPlan {
+        let learned = match self.guard {
+            Some(pending) => pending.wait(self.deadline),
+            None => None,
+        };
+        let guard = learned.unwrap_or_else(|| {
+            let mut guard = Guard::default();
+            guard.absorb(self.config.baseline, &self.config.failing);
+            guard
+        });
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let per_run = left.as_secs_f64() / CONFIRMATION_RUNS as f64 - self.startup.as_secs_f64() * 1.5;
+        let module = module_words(&candidate.patch.file);
+        let imports = |file: &str| self.project.file(file).is_some_and(|f| imports_module(f.parsed.text(), &module));
+        guard.plan(&self.config.failing, per_run.max(0.0), &imports)
+    }
+}
+
+/// The dotted module name of a project file (`src/shop/cart.py` → `["shop", "cart"]` without
+/// a leading `src`; a package's `__init__.py` names the package).
+fn module_words(file: &str) -> Vec<String> {
+    let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
+    let words: Vec<String> = stem.split('/').map(str::to_string).collect();
+    match words.split_first() {
+        Some((first, rest)) if first == "src" && !rest.is_empty() => rest.to_vec(),
+        _ => words,
+    }
+}
+
+/// Whether Python `text` imports the module named by `words` (or the name it defines last).
+fn imports_module(text: &str, words: &[String]) -> bool {
+    let Some(last) = words.last() else { return false };
+    let dotted = words.join(".");
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("import ") || l.starts_with("from "))
+        .any(|l| l.contains(&dotted) || l.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == last))
 }
 
 fn push_note(notes: &Mutex<Vec<String>>, note: String) {

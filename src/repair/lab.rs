@@ -647,23 +647,27 @@ pub enum Confirmation {
     OutOfTime,
 }
 
-/// Re-run the whole suite up to `runs` times in a fresh scratch copy with one pytest process
-/// per run (no fork server, no test selection): the check a patch must pass before it is
-/// reported. No run goes past `deadline`; a later run starts only if the one before would fit.
+/// Re-run the failing tests and the regression guard (`plan`) up to `runs` times in a fresh
+/// scratch copy with one pytest process per run (no fork server, no test selection): the check
+/// a patch must pass before it is reported. No run goes past `deadline`; a later run starts
+/// only if the one before would fit.
 ///
 /// # Errors
 /// When the scratch copy cannot be made or pytest cannot start.
 pub fn confirm(
     pytest: &Pytest,
     config: &LabConfig<'_>,
+    plan: &super::guard::GuardPlan,
     candidate: &Candidate,
     runs: usize,
     deadline: Instant,
 ) -> Result<Confirmation, LabError> {
     let dir = scratch_copy(config.root, "deepdebug-confirm-")?;
     std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
-    let expected: BTreeSet<&String> = config.passing.iter().chain(&config.failing).collect();
-    let limit = config.timeouts.session(config.total_tests) * 2;
+    let limit = config.timeouts.session(plan.guard_tests() + plan.failing.len()) * 2
+        + Duration::from_secs_f64(plan.seconds * 2.0);
+    // Guard tests may be slower than the focus's, which set `per_test`.
+    let per_test = config.timeouts.per_test.max(Duration::from_secs_f64(4.0 * plan.slowest + 0.2));
     let mut last_run: Option<Duration> = None;
     for done in 0..runs {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -672,10 +676,10 @@ pub fn confirm(
         }
         let run = TestRun {
             // Lenient: a loaded machine must not turn a correct patch into a timeout.
-            per_test_timeout: Some(config.timeouts.per_test.max(Duration::from_secs(2))),
-            ..TestRun::new(Some(config.selectors), limit.min(left))
+            per_test_timeout: Some(per_test.max(Duration::from_secs(2))),
+            ..TestRun::new(None, limit.min(left))
         };
-        let session = pytest.run(&RunSpec { root: dir.path(), coverage: false, run })?;
+        let session = pytest.run(&plan.spec(dir.path(), run))?;
         if session.exit.is_timeout() {
             return Ok(match (left < limit, done) {
                 (true, 0) => Confirmation::OutOfTime,
@@ -684,12 +688,7 @@ pub fn confirm(
             });
         }
         last_run = Some(session.elapsed);
-        // Tests that failed before and were not selected for fixing are not judged.
-        let failing: Vec<String> =
-            session.failing().filter(|t| expected.contains(&t.nodeid)).map(|t| t.nodeid.clone()).collect();
-        let ran: BTreeSet<&String> = session.tests.iter().map(|t| &t.nodeid).collect();
-        let missing = expected.iter().any(|id| !ran.contains(*id));
-        if !failing.is_empty() || missing || !session.collect_errors.is_empty() {
+        if let Some(failing) = plan.failures(&session) {
             return Ok(Confirmation::Rejected(CandidateOutcome::Unconfirmed { failing }));
         }
     }
@@ -859,7 +858,7 @@ impl<'a> Worker<'a> {
             }
         }
         let run = TestRun { tests: Some(request.run.tests.unwrap_or(self.config.selectors)), ..request.run };
-        let spec = RunSpec { root: &self.root, coverage: false, run };
+        let spec = RunSpec { root: &self.root, coverage: false, run, deselect: &[] };
         Ok(self.pytest.run(&spec)?)
     }
 
@@ -924,8 +923,10 @@ impl<'a> Worker<'a> {
         if session.exit.is_timeout() || session.tests.iter().any(|t| t.outcome == crate::pytest::TestOutcome::Timeout) {
             return Some(CandidateOutcome::Timeout);
         }
-        if !session.collect_errors.is_empty() {
-            let reason = session.collect_errors[0].message.lines().last().unwrap_or_default().to_string();
+        // Modules that could not be collected at baseline are not the candidate's doing.
+        let baseline_broken = |nodeid: &str| self.config.baseline.collect_errors.iter().any(|e| e.nodeid == nodeid);
+        if let Some(error) = session.collect_errors.iter().find(|e| !baseline_broken(&e.nodeid)) {
+            let reason = error.message.lines().last().unwrap_or_default().to_string();
             return Some(CandidateOutcome::Unviable { reason });
         }
         // Tests that already failed in the baseline outside the selection are not judged.

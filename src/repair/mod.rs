@@ -4,6 +4,7 @@ pub mod candidate;
 pub mod cloze;
 pub mod feed;
 pub mod fix;
+pub mod guard;
 pub mod lab;
 pub mod minimal;
 pub mod operators;
