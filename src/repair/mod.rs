@@ -7,6 +7,7 @@ pub mod fix;
 pub mod lab;
 pub mod minimal;
 pub mod operators;
+pub mod overfit;
 pub mod pairs;
 pub mod patcher;
 pub mod priors;
