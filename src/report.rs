@@ -46,6 +46,9 @@ pub struct PatchReport {
     pub description: String,
     pub score: f64,
     pub diff: String,
+    /// The patch's anti-patterns (`repair::overfit`): non-empty only when every plausible patch
+    /// had one, and then the patch may fit the tests rather than fix the bug.
+    pub overfit: Vec<&'static str>,
     /// Only with `fix --rank smollm`, when the patch's function could be scored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
@@ -97,8 +100,8 @@ pub struct RankedReport {
     pub description: String,
     pub outcome: OutcomeReport,
     pub score: f64,
-    /// Edits in the patch: patches not superseded rank first, then fewer edits, then fewer
-    /// deleted calls, then the ranking key.
+    /// Edits in the patch: patches without an anti-pattern rank first, then those not
+    /// superseded, then fewer edits, then fewer deleted calls, then the ranking key.
     pub edits: usize,
     pub deleted_calls: usize,
     /// Another plausible patch makes part of this one's change (it ranks after every patch
@@ -106,6 +109,9 @@ pub struct RankedReport {
     pub superseded: bool,
     /// SmolLM2 finds the patched function too unlikely to report it (`rank::MIN_GAIN`).
     pub implausible: bool,
+    /// The patch's anti-patterns (`repair::overfit`: it degrades the code it edits, e.g.
+    /// `constant-return`); a patch with any ranks after every patch without one.
+    pub overfit: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<LikelihoodReport>,
     /// The ranking key.
@@ -160,6 +166,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 deleted_calls: c.deleted_calls,
                 superseded: ranking.superseded.contains(&c.id),
                 implausible: crate::repair::rank::implausible(n),
+                overfit: overfit_names(outcome, c.id),
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
@@ -167,8 +174,8 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         })
         .collect();
     plausible.sort_by(|a, b| {
-        (a.implausible, a.superseded, a.edits, a.deleted_calls)
-            .cmp(&(b.implausible, b.superseded, b.edits, b.deleted_calls))
+        (a.implausible, !a.overfit.is_empty(), a.superseded, a.edits, a.deleted_calls)
+            .cmp(&(b.implausible, !b.overfit.is_empty(), b.superseded, b.edits, b.deleted_calls))
             .then(b.rank_key.total_cmp(&a.rank_key))
             .then(a.id.cmp(&b.id))
     });
@@ -180,6 +187,11 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
         seconds: ranking.stats.elapsed.as_secs_f64(),
         plausible,
     })
+}
+
+/// The names of a candidate's anti-patterns (empty when it has none or was not checked).
+fn overfit_names(outcome: &FixOutcome, id: crate::repair::candidate::CandidateId) -> Vec<&'static str> {
+    outcome.overfit.get(&id).map(|found| found.iter().map(|a| a.name()).collect()).unwrap_or_default()
 }
 
 #[derive(Debug, Serialize)]
@@ -337,6 +349,9 @@ pub struct TriedReport {
     pub score: f64,
     pub outcome: OutcomeReport,
     pub seconds: f64,
+    /// A plausible candidate's anti-patterns (`repair::overfit`); empty when it has none, and
+    /// for candidates that are not plausible.
+    pub overfit: Vec<&'static str>,
 }
 
 impl FixReport {
@@ -354,6 +369,7 @@ impl FixReport {
             description: c.description.clone(),
             score: c.score,
             diff: outcome.diff.clone().unwrap_or_default(),
+            overfit: overfit_names(outcome, c.id),
             likelihood: outcome.ranking.as_ref().and_then(|r| r.scores.get(&c.id)).map(LikelihoodReport::new),
         });
         let failing = outcome
@@ -449,6 +465,7 @@ impl FixReport {
                         score: c.score,
                         outcome: OutcomeReport(v.outcome.kind()),
                         seconds: v.elapsed.as_secs_f64(),
+                        overfit: if v.outcome.is_plausible() { overfit_names(outcome, c.id) } else { Vec::new() },
                     }
                 })
                 .collect(),

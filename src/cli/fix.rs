@@ -423,7 +423,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             );
             if let Some(ranking) = &report.ranking {
                 eprintln!(
-                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; minimal changes, fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
+                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; no anti-pattern, minimal changes, fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
                     ranking.plausible.len(),
                     ranking.scored,
                     ranking.seconds,
@@ -439,8 +439,13 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                             )
                         },
                     );
+                    let overfit = if r.overfit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", overfit: {}", r.overfit.join(", "))
+                    };
                     eprintln!(
-                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{}{}{}",
+                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{overfit}{}{}{}",
                         if r.chosen { "*" } else { " " },
                         r.line,
                         r.description,

@@ -5,6 +5,7 @@ use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
 use super::guard::{self, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
 use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::minimal;
+use super::overfit::{self, AntiPattern};
 use super::patcher::{ModelTurns, PatcherSource};
 use super::priors::Priors;
 use super::rank::{self, Naturalness, RankStats, Ranker};
@@ -214,6 +215,9 @@ pub struct FixOutcome {
     pub ranking: Option<Ranking>,
     /// The regression guard: its size, what checked the patch, what was left out.
     pub guard: GuardSummary,
+    /// The anti-patterns ([`overfit`]) of every plausible candidate and every scored one, by
+    /// id (an empty list: none).
+    pub overfit: HashMap<CandidateId, Vec<AntiPattern>>,
 }
 
 /// What likelihood ranking saw.
@@ -675,6 +679,7 @@ impl FixOutcome {
             baseline,
             ranking: None,
             guard: GuardSummary::default(),
+            overfit: HashMap::new(),
         }
     }
 
@@ -722,6 +727,11 @@ impl FixOutcome {
         self.sources = search.stats();
         self.search_end = end;
         self.status = best.map_or(FixStatus::NotFixed, |best| FixStatus::Fixed { best });
+        let scored = |id: &CandidateId| self.ranking.as_ref().is_some_and(|r| r.scores.contains_key(id));
+        self.overfit = (self.validated.iter())
+            .filter(|v| v.outcome.is_plausible() || scored(&v.candidate_id))
+            .map(|v| (v.candidate_id, overfit::of_candidate(project, search.candidate(v.candidate_id))))
+            .collect();
         if let Some(best) = self.best_candidate() {
             let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
             self.diff = Some(unified_diff(&best.patch.file, original, &best.patched_text));
@@ -984,11 +994,16 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 if let Some(ranking) = &mut self.ranking {
                     ranking.superseded.clone_from(&superseded);
                 }
+                let flagged: HashSet<CandidateId> = (plausible.iter())
+                    .filter(|c| !overfit::of_candidate(search.project(), c).is_empty())
+                    .map(|c| c.id)
+                    .collect();
                 let key = |c: &Candidate| match &self.ranking {
                     Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
                     None => c.score,
                 };
-                choose_best(plausible, &superseded, &key).map(|id| Arc::new(search.candidate(id).clone()))
+                choose_best(plausible, &Demoted { overfit: &flagged, superseded: &superseded }, &key)
+                    .map(|id| Arc::new(search.candidate(id).clone()))
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
@@ -1003,6 +1018,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     if runs < CONFIRMATION_RUNS {
                         push_note(&self.notes, format!("the patch was confirmed by {runs} fresh run of the suite: --timeout left no time for a second"));
                     }
+                    note_overfit(&self.notes, &overfit::of_candidate(self.project, &candidate));
                     return Ok((Some(candidate.id), true));
                 }
                 Confirmation::OutOfTime => {
@@ -1072,11 +1088,33 @@ fn push_note(notes: &Mutex<Vec<String>>, note: String) {
     }
 }
 
+/// Warn that the reported patch shows `anti_patterns` (every plausible patch did, or it would
+/// not have been chosen).
+fn note_overfit(notes: &Mutex<Vec<String>>, anti_patterns: &[AntiPattern]) {
+    if anti_patterns.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = anti_patterns.iter().map(|a| a.name()).collect();
+    push_note(notes, format!(
+        "the patch may fit the tests rather than fix the bug: it degrades the code it edits ({}; `overfit` in --json), and no plausible patch without such a change was found",
+        names.join(", ")
+    ));
+}
+
 /// Fresh full-suite runs a plausible patch must pass before it is reported (the second
 /// rejects flaky passes).
 const CONFIRMATION_RUNS: usize = 2;
 
-/// Among plausible candidates: those whose change contains no other plausible candidate's
+/// Plausible candidates that rank after the others, whatever their score.
+struct Demoted<'a> {
+    /// Candidates with an anti-pattern ([`overfit::anti_patterns`]): they rank after all others.
+    overfit: &'a HashSet<CandidateId>,
+    /// Candidates whose change contains another's ([`minimal::superseded`]).
+    superseded: &'a HashSet<CandidateId>,
+}
+
+/// Among plausible candidates: those without an anti-pattern ([`overfit`]: they pass the tests
+/// by degrading the code), then those whose change contains no other plausible candidate's
 /// change ([`minimal::superseded`]: the tests justify only the smaller one), then the fewest
 /// edits, then the fewest deleted calls (a patch that changes more, or drops a call, is
 /// likelier to fit the tests rather than fix the bug, and a language model's likelihood gain
@@ -1085,15 +1123,15 @@ const CONFIRMATION_RUNS: usize = 2;
 /// admitted.
 fn choose_best(
     plausible: Vec<&Candidate>,
-    superseded: &HashSet<CandidateId>,
+    demoted: &Demoted<'_>,
     key: &dyn Fn(&Candidate) -> f64,
 ) -> Option<CandidateId> {
+    let (overfit, superseded) = (demoted.overfit, demoted.superseded);
     plausible
         .into_iter()
         .min_by(|a, b| {
-            superseded
-                .contains(&a.id)
-                .cmp(&superseded.contains(&b.id))
+            (overfit.contains(&a.id), superseded.contains(&a.id))
+                .cmp(&(overfit.contains(&b.id), superseded.contains(&b.id)))
                 .then_with(|| a.patch.edits().len().cmp(&b.patch.edits().len()))
                 .then_with(|| a.deleted_calls.cmp(&b.deleted_calls))
                 .then_with(|| key(b).total_cmp(&key(a)))
@@ -1105,7 +1143,37 @@ fn choose_best(
 
 #[cfg(test)]
 mod tests {
-    use super::selected;
+    use super::{choose_best, selected, Demoted};
+    use crate::patch::{Edit, Patch};
+    use crate::repair::candidate::{Candidate, CandidateId, Source};
+    use std::collections::HashSet;
+
+    fn candidate(id: usize, score: f64) -> Candidate {
+        let patch = Patch::single("m.py", Edit::replacement(0..1, "y"));
+        Candidate {
+            id: CandidateId(id),
+            patched_text: patch.apply("x = 1\n"),
+            patch,
+            source: Source::LanguageModel,
+            line: 1,
+            description: String::new(),
+            score,
+            edit_size: 2,
+            deleted_calls: 0,
+            focus: None,
+        }
+    }
+
+    #[test]
+    fn a_plausible_candidate_with_an_anti_pattern_ranks_after_every_other_even_superseded_ones() {
+        let (flagged, superseded) = (HashSet::from([CandidateId(0)]), HashSet::from([CandidateId(1)]));
+        let demoted = Demoted { overfit: &flagged, superseded: &superseded };
+        let (overfit, bigger, plain) = (candidate(0, 0.9), candidate(1, 0.2), candidate(2, 0.1));
+        let key = |c: &Candidate| c.score;
+        assert_eq!(choose_best(vec![&overfit, &bigger, &plain], &demoted, &key), Some(CandidateId(2)));
+        assert_eq!(choose_best(vec![&overfit, &bigger], &demoted, &key), Some(CandidateId(1)));
+        assert_eq!(choose_best(vec![&overfit], &demoted, &key), Some(CandidateId(0)), "still reported when alone");
+    }
 
     #[test]
     fn selectors_match_node_ids_their_parametrized_cases_files_and_directories() {

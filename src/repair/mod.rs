@@ -8,6 +8,7 @@ pub mod guard;
 pub mod lab;
 pub mod minimal;
 pub mod operators;
+pub mod overfit;
 pub mod pairs;
 pub mod patcher;
 pub mod priors;
