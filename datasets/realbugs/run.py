@@ -2,7 +2,7 @@
 """Runs `deepdebug fix` on every bug of the real-project suite and judges each result.
 
     python3 datasets/realbugs/run.py --suite /work/realbugs --deepdebug target/debug/deepdebug \
-        --timeout 60 [--filter SUBSTR] [--out results.json] [-- extra fix args]
+        --timeout 60 [--filter SUBSTR] [--out results.json] [--pass-tests] [--title NAME] [-- extra fix args]
 
 Per bug: `deepdebug fix --repo OUT/bugs/ID --timeout Ns --json` (the repository is never
 modified). A reported patch is applied to a scratch copy and the whole suite, hidden and
@@ -20,6 +20,14 @@ visible tests, runs on it (REALBUGS_ALL=1):
                  inside the package) and assertion bugs;
   time           wall seconds of the `fix` process; overrun = wall - budget.
 Writes OUT/results/ID.report.json per bug and a summary JSON (--out), prints a per-package table.
+
+--pass-tests adds `--tests NODEID` for every visible failing test of the bug (meta `visible`) to
+the `fix` command line (datasets/legacy: suites as found, where other tests fail already) and
+prints a second table: refused (fix exited with an error code other than 0 and 3 = not fixed:
+usage, environment, broken baseline, nothing to fix, internal error, interrupted, or killed),
+fixed with no regression, genuine, plausible-only, regressions, largest overrun and the median
+size of the regression guard (`guard.known` of the report; '-' when the report has none).
+A bug's meta may carry `suite_args`, extra pytest arguments of the judge's suite runs.
 """
 
 from __future__ import annotations
@@ -66,7 +74,8 @@ def judge(suite: Path, meta: dict, report: dict, work: Path) -> dict:
     patched_code = (patched / meta["path"]).read_text()
     touched = sorted({l[6:].strip() for l in diff.splitlines() if l.startswith("+++ b/")})
     ast_equal = touched == [meta["path"]] and normalize(patched_code) == normalize(dev_code)
-    run = run_suite(patched / ".venv" / "bin" / "python", patched, suite, 300, all_tests=True)
+    run = run_suite(patched / ".venv" / "bin" / "python", patched, suite, 300, all_tests=True,
+                    extra_args=meta.get("suite_args"))
     failed = outcomes(run, "failed") | outcomes(run, "error")
     regressions = sorted(set(meta["baseline_passed_all"]) & failed)
     hidden_pass = bool(meta["hidden"]) and not (set(meta["hidden"]) & failed)
@@ -85,7 +94,11 @@ def judge(suite: Path, meta: dict, report: dict, work: Path) -> dict:
 
 def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict:
     bug = suite / "bugs" / meta["id"]
-    cmd = [args.deepdebug, "fix", "--repo", str(bug), "--timeout", f"{args.timeout}s", "--json", *extra]
+    cmd = [args.deepdebug, "fix", "--repo", str(bug), "--timeout", f"{args.timeout}s", "--json"]
+    if getattr(args, "pass_tests", False):
+        for nodeid in meta["visible"]:
+            cmd += ["--tests", nodeid]
+    cmd += extra
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     killed = False
@@ -99,9 +112,14 @@ def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict
     res = {"id": meta["id"], "package": meta["package"], "kind": meta["kind"], "crashing": meta["crashing"],
            "exit": proc.returncode, "killed": killed, "wall": round(wall, 2), "overrun": round(wall - args.timeout, 2),
            "command": " ".join(cmd)}
-    results_dir = suite / "results"
-    results_dir.mkdir(exist_ok=True)
+    results_dir = Path(args.results) if getattr(args, "results", None) else suite / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"{meta['id']}.stderr.txt").write_bytes(err)
+    if killed or proc.returncode not in (0, 3):
+        text = err.decode(errors="replace").strip()
+        res["stderr_tail"] = text[-400:]
+        res["refusal"] = next((l.strip() for l in text.splitlines() if l.lstrip().lower().startswith("error")),
+                              text.splitlines()[-1].strip() if text else "")[:200]
     try:
         report = json.loads(out)
     except ValueError:
@@ -110,6 +128,9 @@ def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict
     if report is not None:
         (results_dir / f"{meta['id']}.report.json").write_text(json.dumps(report, indent=1))
         res["status"] = report.get("status")
+        guard = guard_size(report.get("guard"))
+        if guard is not None:
+            res["guard"] = guard
         res["search_end"] = report.get("search_end")
         res["fix_seconds"] = report.get("seconds")
         res["baseline_seconds"] = (report.get("baseline") or {}).get("seconds")
@@ -129,11 +150,80 @@ def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict
     return res
 
 
+def guard_size(guard) -> int | None:
+    """Size of the report's regression guard: `known` tests (or a plain number)."""
+    if isinstance(guard, bool) or guard is None:
+        return None
+    if isinstance(guard, (int, float)):
+        return int(guard)
+    if isinstance(guard, list):
+        return len(guard)
+    if isinstance(guard, dict):
+        for k in ("known", "size", "tests"):
+            v = guard.get(k)
+            if isinstance(v, list):
+                return len(v)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return int(v)
+    return None
+
+
+def refused(r: dict) -> bool:
+    """fix gave up before repairing: an exit code other than 0 (fixed) and 3 (not fixed), or killed."""
+    return bool(r.get("killed")) or r.get("exit") not in (0, 3)
+
+
+def pass_tests_table(results: list[dict], timeout: int, title: str) -> str:
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        groups.setdefault(r["package"], []).append(r)
+    groups["ALL"] = results
+    head = (f"{'package':<17}{'bugs':>5}{'refused':>8}{'fixed':>6}{'genu':>5}{'p-only':>7}{'regr':>5}"
+            f"{'max over':>9}{'guard':>7}")
+    lines = [f"{title}: {len(results)} bugs, {timeout}s budget, --tests VISIBLE (refused: exit other than 0/3 or killed;"
+             f" fixed: with no regression; regr: patches with regressions; guard: median guard.known)",
+             head, "-" * len(head)]
+    for name, rs in groups.items():
+        fixed = [r for r in rs if r["fixed"]]
+        clean = [r for r in fixed if not r.get("regressions")]
+        genuine = sum(1 for r in clean if r.get("genuine"))
+        regr = sum(1 for r in fixed if r.get("regressions"))
+        guards = [r["guard"] for r in rs if r.get("guard") is not None]
+        guard = f"{statistics.median(guards):g}" if guards else "-"
+        over = max(r["overrun"] for r in rs)
+        lines.append(f"{name:<17}{len(rs):>5}{sum(1 for r in rs if refused(r)):>8}{len(clean):>6}{genuine:>5}"
+                     f"{len(clean) - genuine:>7}{regr:>5}{over:>+8.1f}s{guard:>7}")
+    codes: dict[str, int] = {}
+    for r in results:
+        if refused(r):
+            k = "killed" if r.get("killed") else f"exit {r.get('exit')}"
+            codes[k] = codes.get(k, 0) + 1
+    if codes:
+        lines.append("refusals: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
+        messages: dict[str, int] = {}
+        for r in results:
+            if refused(r):
+                tail = [l.strip() for l in (r.get("stderr_tail") or "").splitlines() if l.strip()]
+                line = r.get("refusal") or next((l for l in tail if l.lower().startswith("error")), tail[-1] if tail else "")
+                msg = f"{'killed' if r.get('killed') else 'exit ' + str(r.get('exit'))}: {line[:110] or '(no stderr)'}"
+                messages[msg] = messages.get(msg, 0) + 1
+        for msg, n in sorted(messages.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {n:>3} x {msg}")
+    return "\n".join(lines)
+
+
+def print_tables(summary: dict):
+    print(table(summary["results"], summary["timeout"], summary.get("title") or "realbugs"))
+    if summary.get("pass_tests"):
+        print()
+        print(pass_tests_table(summary["results"], summary["timeout"], summary.get("title") or "realbugs"))
+
+
 def pct(hits: int, n: int) -> str:
     return f"{hits}/{n}" if n else "-"
 
 
-def table(results: list[dict], timeout: int) -> str:
+def table(results: list[dict], timeout: int, title: str = "realbugs") -> str:
     groups: dict[str, list[dict]] = {}
     for r in results:
         groups.setdefault(r["package"], []).append(r)
@@ -149,7 +239,7 @@ def table(results: list[dict], timeout: int) -> str:
         groups["ALL neural"] = neural
     head = (f"{'package':<17}{'bugs':>5}{'fixed':>6}{'genu':>5}{'(ast)':>6}{'p-only':>7}{'regr':>5}"
             f"  {'crash loc@1/5/10':<18}{'assert loc@1/5/10':<19}{'med ttf':>8}{'max over':>9}{'errors':>7}")
-    lines = [f"realbugs: {len(results)} bugs, {timeout}s budget (genu: genuine, of which (ast) equal to the developer's/original code;"
+    lines = [f"{title}: {len(results)} bugs, {timeout}s budget (genu: genuine, of which (ast) equal to the developer's/original code;"
              f" loc: buggy function in the top 1/5/10 of suspicious_functions; errors: killed or no report)", head, "-" * len(head)]
     for name, rs in groups.items():
         fixed = [r for r in rs if r["fixed"]]
@@ -184,13 +274,18 @@ def main():
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("BENCH_TIMEOUT", "60")))
     ap.add_argument("--filter", default=os.environ.get("BENCH_FILTER", ""),
                     help="comma-separated substrings of bug ids")
-    ap.add_argument("--out", help="summary JSON (default SUITE/results/summary.json)")
+    ap.add_argument("--out", help="summary JSON (default RESULTS/summary.json)")
+    ap.add_argument("--results", default=None,
+                    help="directory for per-bug reports and stderr (default SUITE/results): two binaries measured side by side")
     ap.add_argument("--table-only", action="store_true", help="print the table of an existing summary")
+    ap.add_argument("--pass-tests", action="store_true",
+                    help="give fix the bug's visible failing tests (--tests NODEID each); adds the refusal/guard table")
+    ap.add_argument("--title", default=None, help="name of the suite in the tables (default: realbugs)")
     ap.add_argument("--merge", nargs="+", metavar="SUMMARY",
                     help="merge summaries of partial runs (later ones win per bug) into --out and print the table")
     args = ap.parse_args(argv)
     suite = Path(args.suite).resolve()
-    out = Path(args.out) if args.out else suite / "results" / "summary.json"
+    out = Path(args.out) if args.out else Path(args.results or suite / "results") / "summary.json"
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]
         by_id = {}
@@ -203,11 +298,13 @@ def main():
                                   "load_after": part["load_after"], "wall_seconds": part["wall_seconds"]}
                                  for p, part in zip(args.merge, parts)]
         out.write_text(json.dumps(merged, indent=1))
-        print(table(merged["results"], merged["timeout"]))
+        print_tables(merged)
         return
     if args.table_only:
         s = json.loads(out.read_text())
-        print(table(s["results"], s["timeout"]))
+        if args.title:
+            s["title"] = args.title
+        print_tables(s)
         return
     manifest = json.loads((suite / "manifest.json").read_text())
     filters = [f for f in args.filter.split(",") if f]
@@ -225,16 +322,18 @@ def main():
         extra_note = f" REGRESSIONS {len(r['regressions'])}" if r.get("regressions") else ""
         print(f"[{i + 1}/{len(ids)}] {bug_id:<26} {verdict:<22} {r['wall']:6.1f}s loc={r.get('loc_rank')} "
               f"{'crash' if meta['crashing'] else 'assert'}{extra_note}"
-              f"{' baseline-mismatch' if r.get('baseline_mismatch') else ''}{' ERROR ' + r['error'][:200] if r.get('error') else ''}",
+              f"{' baseline-mismatch' if r.get('baseline_mismatch') else ''}{' ERROR ' + r['error'][:200] if r.get('error') else ''}"
+              f"{' REFUSED ' + r.get('stderr_tail', '')[-200:].replace(chr(10), ' | ') if args.pass_tests and refused(r) and not r.get('error') else ''}",
               flush=True)
     shutil.rmtree(work, ignore_errors=True)
     summary = {"format_version": 1, "deepdebug": args.deepdebug, "version": version, "timeout": args.timeout,
-               "extra_args": extra, "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+               "extra_args": extra, "pass_tests": args.pass_tests, "title": args.title or "realbugs",
+               "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
                "wall_seconds": round(time.time() - started, 1), "load_before": load_before,
                "load_after": os.getloadavg(), "results": results}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1))
-    print(table(results, args.timeout))
+    print_tables(summary)
     print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; summary: {out}")
 
 

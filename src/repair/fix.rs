@@ -825,7 +825,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         self.budget_fitted = true;
         let focus: f64 =
             self.config.failing.iter().filter_map(|id| self.config.baseline.test(id)).map(|t| t.duration).sum();
-        let one_run = self.startup + Duration::from_secs_f64(guard.seconds() + focus);
+        // A run of the guard collects more files than the focus: start-up and tests with margin.
+        let one_run = (self.startup + Duration::from_secs_f64(guard.seconds() + focus)).mul_f64(1.5);
         let reserve = (one_run * 2).min(self.timeout.mul_f64(0.4));
         let search_deadline = self.deadline.checked_sub(reserve).unwrap_or(self.deadline);
         self.config.deadline = self.config.deadline.max(search_deadline);
@@ -1052,8 +1053,10 @@ impl SearchRun<'_, '_> {
             guard.absorb(self.config.baseline, &self.config.failing);
             guard
         });
+        // One whole run of the guard is worth more than two runs of a part of it: the guard
+        // shrinks only when one run does not fit ([`lab::confirm`] runs the second if it fits).
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let per_run = left.as_secs_f64() / CONFIRMATION_RUNS as f64 - self.startup.as_secs_f64() * 1.5;
+        let per_run = (left.as_secs_f64() - self.startup.as_secs_f64() * 1.5) / 1.5;
         let module = module_words(&candidate.patch.file);
         let imports = |file: &str| self.project.file(file).is_some_and(|f| imports_module(f.parsed.text(), &module));
         guard.plan(&self.config.failing, per_run.max(0.0), &imports)
