@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -205,6 +206,7 @@ def pass_tests_table(results: list[dict], timeout: int, title: str) -> str:
             if refused(r):
                 tail = [l.strip() for l in (r.get("stderr_tail") or "").splitlines() if l.strip()]
                 line = r.get("refusal") or next((l for l in tail if l.lower().startswith("error")), tail[-1] if tail else "")
+                line = re.sub(r"\b\d+(\.\d+)?s\b", "Ns", line)  # "no tests ran in 0.05s"
                 msg = f"{'killed' if r.get('killed') else 'exit ' + str(r.get('exit'))}: {line[:110] or '(no stderr)'}"
                 messages[msg] = messages.get(msg, 0) + 1
         for msg, n in sorted(messages.items(), key=lambda kv: (-kv[1], kv[0])):
