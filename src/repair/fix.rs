@@ -1009,7 +1009,13 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
             on_event(FixEvent::Confirming { deadline: self.deadline });
-            let plan = self.guard_plan(&candidate);
+            let Some(plan) = self.guard_plan(&candidate) else {
+                push_note(&self.notes, format!(
+                    "a plausible patch ({}:{}, {}) was found too late to run the whole regression guard before --timeout; it is not reported (a larger --timeout would let it be checked)",
+                    candidate.patch.file, candidate.line, candidate.description
+                ));
+                return Ok((None, true));
+            };
             match lab::confirm(self.pytest, &self.config, &plan, &candidate, CONFIRMATION_RUNS, self.deadline)? {
                 Confirmation::Confirmed { runs } => {
                     self.guarded = Some(plan.guard_tests());
@@ -1041,9 +1047,12 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 }
 
 impl SearchRun<'_, '_> {
-    /// The guard's part that two confirmation runs of `candidate` can afford before the
-    /// deadline (waiting for the rest of the suite to finish its run first).
-    fn guard_plan(&self, candidate: &Candidate) -> GuardPlan {
+    /// The guard's part that a confirmation run of `candidate` can afford before the deadline
+    /// (waiting for the rest of the suite to finish its run first). `None` when the guard had
+    /// to shrink although one run of it fits in the confirmation reserve (40 % of the budget):
+    /// the patch came too late to be checked, and an unchecked patch is not reported. Only a
+    /// guard larger than the budget shrinks.
+    fn guard_plan(&self, candidate: &Candidate) -> Option<GuardPlan> {
         let learned = match self.guard {
             Some(pending) => pending.wait(self.deadline),
             None => None,
@@ -1059,7 +1068,9 @@ impl SearchRun<'_, '_> {
         let per_run = (left.as_secs_f64() - self.startup.as_secs_f64() * 1.5) / 1.5;
         let module = module_words(&candidate.patch.file);
         let imports = |file: &str| self.project.file(file).is_some_and(|f| imports_module(f.parsed.text(), &module));
-        guard.plan(&self.config.failing, per_run.max(0.0), &imports)
+        let plan = guard.plan(&self.config.failing, per_run.max(0.0), &imports);
+        let whole_run = (self.startup.as_secs_f64() + guard.seconds()) * 1.5;
+        (plan.dropped == 0 || whole_run > self.timeout.as_secs_f64() * 0.4).then_some(plan)
     }
 }
 
