@@ -176,15 +176,19 @@ pub fn is_doctest(nodeid: &str) -> bool {
     nodeid.split("::").nth(1).is_some_and(|name| name.split('[').next().unwrap_or(name).contains('.'))
 }
 
+/// The files that hold `baseline`'s collected tests: test files whatever their names (pytest's
+/// `python_files` may collect `check_*.py`), never a place for the fix. Doctests
+/// (`--doctest-modules`) leave their module project code.
+#[must_use]
+pub fn test_files(baseline: &Session) -> BTreeSet<&str> {
+    baseline.tests.iter().filter(|t| !is_doctest(&t.nodeid)).filter_map(|t| t.nodeid.split("::").next()).collect()
+}
+
 /// Rank the lines of `project`'s repair targets by how likely they hold the bug that makes
 /// `baseline`'s failing tests fail.
 #[must_use]
 pub fn localize(project: &Project, baseline: &Session) -> Localization {
-    // A file that holds collected tests is a test file, whatever its name (pytest's
-    // `python_files` may collect `check_*.py`): never a place for the fix. Doctests
-    // (`--doctest-modules`) leave their module project code.
-    let test_files: BTreeSet<&str> =
-        baseline.tests.iter().filter(|t| !is_doctest(&t.nodeid)).filter_map(|t| t.nodeid.split("::").next()).collect();
+    let test_files = test_files(baseline);
     let targets: BTreeSet<&str> =
         project.repair_targets().map(|f| f.rel.as_str()).filter(|rel| !test_files.contains(rel)).collect();
     let defs = Defs::of(project);
@@ -515,19 +519,18 @@ fn rank_functions(defs: &Defs, lines: &[SuspiciousLine], values: &HashMap<FnKey,
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn doctest_node_ids_are_told_from_test_functions() {
-        assert!(super::is_doctest("textkit/words.py::textkit.words.longest"));
-        assert!(super::is_doctest("README.txt::README.txt"));
-        assert!(!super::is_doctest("tests/test_a.py::TestX::test_y"));
-        assert!(!super::is_doctest("tests/test_a.py::test_y[1.5]"));
-        assert!(!super::is_doctest("tests/test_a.py"));
-    }
-
     use super::*;
     use crate::process::Exit;
     use crate::pytest::{FlowCall, TestOutcome};
+
+    #[test]
+    fn doctest_node_ids_are_told_from_test_functions() {
+        assert!(is_doctest("textkit/words.py::textkit.words.longest"));
+        assert!(is_doctest("README.txt::README.txt"));
+        assert!(!is_doctest("tests/test_a.py::TestX::test_y"));
+        assert!(!is_doctest("tests/test_a.py::test_y[1.5]"));
+        assert!(!is_doctest("tests/test_a.py"));
+    }
     use std::time::Duration;
 
     fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {

@@ -53,6 +53,7 @@ rb = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rb)
 import rbcommon  # noqa: E402
 from rbcommon import copy_tree, functions, outcomes  # noqa: E402
+from rbcommon import crashing as rbcommon_crashing  # noqa: E402
 
 log = rb.log
 
@@ -220,14 +221,7 @@ def make_bug(out: Path, cfg: dict, pkg: dict, tree: Path, rel_meta: dict, python
     src_root = (bug / pkg["src"]).resolve()
 
     def crashing(t: str) -> bool:
-        v = full["tests"].get(t, {})
-        try:
-            rel = Path(v.get("where", "")).resolve().relative_to(src_root).as_posix()
-        except ValueError:
-            return False
-        in_pkg = rel.split("/")[0] in pkg["modules"] or rel.removesuffix(".py") in pkg["modules"]
-        is_test = "/tests/" in f"/{rel}" or "/test/" in f"/{rel}" or Path(rel).name.startswith("test")
-        return in_pkg and not is_test and v.get("exc") not in ("AssertionError", "Failed", "")
+        return rbcommon_crashing(full, t, src_root, pkg["modules"], "test")
     meta = {
         "id": bug_id, "package": pkg["name"], "version": rel_meta["version"], "kind": spec["kind"],
         "path": spec["path"], "function": qual, "name": qual.split(".")[-1],

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rbcommon import crashing as rbcommon_crashing  # noqa: E402
 from rbcommon import (CONFTEST_MARK, HERE, conftest_block, copy_tree, func_text, functions, normalize,  # noqa: E402
                       outcomes, reindent, replace_lines, run_suite)
 
@@ -350,15 +351,7 @@ def make_bug(out: Path, cfg: dict, pkg: dict, tree: Path, rel_meta: dict, python
     src_root = (bug / pkg["src"]).resolve()
 
     def crashing(t: str) -> bool:
-        v = full["tests"].get(t, {})
-        where = v.get("where", "")
-        try:
-            rel = Path(where).resolve().relative_to(src_root).as_posix()
-        except ValueError:
-            return False
-        in_pkg = rel.split("/")[0] in pkg["modules"] or rel.removesuffix(".py") in pkg["modules"]
-        is_test = "/tests/" in f"/{rel}" or "/test/" in f"/{rel}" or Path(rel).name.startswith("test_")
-        return in_pkg and not is_test and v.get("exc") not in ("AssertionError", "Failed", "")
+        return rbcommon_crashing(full, t, src_root, pkg["modules"], "test_")
     meta = {
         "id": bug_id, "package": pkg["name"], "version": rel_meta["version"], "kind": spec["kind"],
         "path": spec["path"], "function": qual, "name": qual.split(".")[-1],

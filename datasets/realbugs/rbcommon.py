@@ -225,3 +225,17 @@ def copy_tree(src: Path, dst: Path):
         shutil.rmtree(dst)
     shutil.copytree(src, dst, symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.pyc"))
+
+
+def crashing(full: dict, test: str, src_root: Path, modules: list[str], test_prefix: str = "test_") -> bool:
+    """Whether `test` of a suite run (`full`, as `run_suite` reads it) raised a non-assertion
+    exception inside the package (under `src_root`, in one of `modules`, not in a test file
+    named `test_prefix*` or under a tests directory)."""
+    v = full["tests"].get(test, {})
+    try:
+        rel = Path(v.get("where", "")).resolve().relative_to(src_root).as_posix()
+    except ValueError:
+        return False
+    in_pkg = rel.split("/")[0] in modules or rel.removesuffix(".py") in modules
+    is_test = "/tests/" in f"/{rel}" or "/test/" in f"/{rel}" or Path(rel).name.startswith(test_prefix)
+    return in_pkg and not is_test and v.get("exc") not in ("AssertionError", "Failed", "")

@@ -647,11 +647,6 @@ pub fn selected(nodeid: &str, selectors: &[String]) -> bool {
         })
 }
 
-/// Whether `file` holds tests of `baseline` (a test file whatever its name).
-fn file_of_test(file: &str, baseline: &Session) -> bool {
-    baseline.tests.iter().any(|t| guard::file_of(&t.nodeid) == file && !crate::localize::is_doctest(&t.nodeid))
-}
-
 /// Failing tests of the baseline; those that hung go last (the slowest to reject).
 fn failing_tests(baseline: &Session) -> Vec<String> {
     let mut failing: Vec<&crate::pytest::TestResult> = baseline.failing().collect();
@@ -687,12 +682,13 @@ impl FixOutcome {
     /// a network or a service the sandbox does not have) are not repair targets while other
     /// tests fail; they are left out with a warning that says how to include them.
     fn set_aside_environment_hangs(&mut self) {
+        let test_files = crate::localize::test_files(&self.baseline);
         let hung_outside = |id: &String| {
             self.baseline.test(id).is_some_and(|t| {
                 t.outcome == crate::pytest::TestOutcome::Timeout
                     && t.coverage
                         .keys()
-                        .all(|file| crate::project::is_test_path(file) || file_of_test(file, &self.baseline))
+                        .all(|file| crate::project::is_test_path(file) || test_files.contains(file.as_str()))
             })
         };
         let (hung, rest): (Vec<String>, Vec<String>) = self.failing.iter().cloned().partition(hung_outside);
