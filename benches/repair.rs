@@ -14,9 +14,8 @@
 mod suite;
 
 use deepdebug::eval::quixbugs::{discover, evaluate_program, EvalOptions, ProgramStatus};
-use deepdebug::repair::candidate::GenerateLimits;
+use deepdebug::repair::defaults::SourceChoice;
 use deepdebug::repair::fix::{fix, FixOptions, FixStatus, RankOptions};
-use deepdebug::repair::lab::EngineChoice;
 use deepdebug::repair::priors::Priors;
 use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use std::path::Path;
@@ -62,7 +61,9 @@ fn main() {
 
 /// The QuixBugs-layout fixtures (classified against the correct programs) and `datasets/bugs/`.
 fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&RankOptions>) {
-    let rank = rank.cloned();
+    // `fix`'s defaults (every installed source), with the bench's ranking.
+    let mut sources = SourceChoice::default().resolve().expect("fix's default sources resolve");
+    sources.rank = rank.cloned();
     let mut rows = Vec::new();
 
     // QuixBugs-layout fixtures: fix + classification against the correct programs.
@@ -78,7 +79,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
         per_call_timeout: Duration::from_secs(1),
         seed: 1,
         priors: Priors::default(),
-        rank: rank.clone(),
+        sources: sources.clone(),
         sandbox: SandboxKind::Local,
         docker: DockerConfig::default(),
         reports: None,
@@ -105,25 +106,7 @@ fn legacy(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Rank
     projects.sort();
     for repo in projects {
         let name = format!("bugs/{}", repo.file_name().unwrap_or_default().to_string_lossy());
-        let fix_options = FixOptions {
-            repo,
-            timeout,
-            selectors: Vec::new(),
-            tests_only: false,
-            python: None,
-            jobs: workers,
-            baseline_test_timeout: Duration::from_secs(10),
-            limits: GenerateLimits::default(),
-            engine: EngineChoice::Batch,
-            priors: Priors::default(),
-            neural: None,
-            rank: rank.clone(),
-            lm: None,
-            templates: None,
-            exclude: deepdebug::exclude::Exclude::default(),
-            sandbox: SandboxKind::Local,
-            docker: DockerConfig::default(),
-        };
+        let fix_options = FixOptions { jobs: workers, ..FixOptions::new(repo, timeout, sources.clone()) };
         let row = match fix(&fix_options, &|_| {}) {
             Ok(outcome) => Row {
                 name,

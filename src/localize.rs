@@ -553,6 +553,8 @@ mod tests {
             failure: None,
             coverage: coverage.iter().map(|(file, lines)| ((*file).to_string(), lines.to_vec())).collect(),
             flow: None,
+            returns: std::collections::BTreeMap::new(),
+            values: std::collections::BTreeMap::new(),
         }
     }
 

@@ -303,6 +303,9 @@ pub struct LanguageModelReport {
     pub prompt_tokens: usize,
     pub sampled_tokens: usize,
     pub seconds: f64,
+    /// New candidates per finished widening round (`repair::widen`): trailing zeros mean the
+    /// source ran dry; a run cut by the deadline or a confirmed patch ends without them.
+    pub rounds: Vec<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -441,6 +444,7 @@ impl FixReport {
             language_model: outcome.lm.as_ref().map(|lm| LanguageModelReport {
                 prompt_tokens: lm.prompt_tokens,
                 sampled_tokens: lm.sampled_tokens,
+                rounds: lm.rounds.clone(),
                 seconds: lm.seconds,
                 error: lm.error.clone(),
             }),

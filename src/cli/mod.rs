@@ -9,6 +9,7 @@ pub mod model;
 pub mod pipeline;
 pub mod priors;
 pub mod sandbox;
+pub mod sources;
 pub mod templates;
 
 /// Projects under GPL/LGPL in the mined corpus, left out of what is learned by default:

@@ -2,10 +2,10 @@
 
 use super::equivalence::{self, clip, CompareConfig};
 use crate::pytest::default_python;
-use crate::repair::candidate::GenerateLimits;
+use crate::repair::defaults::Sources;
 use crate::repair::fix::{fix, FixOptions, FixStatus};
-use crate::repair::lab::EngineChoice;
 use crate::repair::priors::Priors;
+use crate::repair::search::SourceKind;
 use crate::sandbox::{DockerConfig, SandboxKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -42,8 +42,9 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Operator priors passed to `fix`.
     pub priors: Priors,
-    /// How `fix` ranks plausible patches (`None`: by operator score, first found).
-    pub rank: Option<crate::repair::fix::RankOptions>,
+    /// `fix`'s candidate sources and ranking (`SourceChoice::default()` resolved: as `fix`
+    /// runs by default).
+    pub sources: Sources,
     /// Sandbox of every test run `fix` makes.
     pub sandbox: SandboxKind,
     pub docker: DockerConfig,
@@ -97,6 +98,11 @@ impl ProgramStatus {
 pub struct PatchInfo {
     pub file: String,
     pub line: usize,
+    /// The source that produced the patch (`operators`, `templates`, `language-model`,
+    /// `patcher`, `combinations`).
+    #[serde(default)]
+    pub source: String,
+    /// The operator, or the source's own name (`template`, `language-model`, `neural`, ...).
     pub operator: String,
     pub description: String,
 }
@@ -283,23 +289,15 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
     }
     let python = options.python.clone().unwrap_or_else(|| default_python(&options.root));
     let fix_options = FixOptions {
-        repo: scratch.path().to_path_buf(),
-        timeout: options.timeout,
         selectors: vec![format!("{TESTS}/test_{name}.py")],
         tests_only: true,
         python: Some(python.clone()),
         jobs: options.workers.max(1),
         baseline_test_timeout: options.test_timeout,
-        limits: GenerateLimits::default(),
-        engine: EngineChoice::Batch,
         priors: options.priors.clone(),
-        neural: None,
-        rank: options.rank.clone(),
-        lm: None,
-        templates: Some(std::sync::Arc::new(crate::repair::templates::Templates::bundled().clone())),
-        exclude: crate::exclude::Exclude::default(),
         sandbox: options.sandbox,
         docker: options.docker.clone(),
+        ..FixOptions::new(scratch.path().to_path_buf(), options.timeout, options.sources.clone())
     };
     let outcome = match fix(&fix_options, &|_| {}) {
         Ok(outcome) => outcome,
@@ -340,6 +338,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
             result.patch = Some(PatchInfo {
                 file: best.patch.file.clone(),
                 line: best.line,
+                source: SourceKind::of(best.source).name().to_string(),
                 operator: best.source.name().to_string(),
                 description: best.description.clone(),
             });

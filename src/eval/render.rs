@@ -35,16 +35,17 @@ pub fn markdown(results: &EvalResults) -> String {
         results.seed,
         results.seconds
     );
-    let _ = writeln!(out, "| Program | Status | Time (s) | Candidates tried | Patch | Reason |");
-    let _ = writeln!(out, "|---|---|---:|---:|---|---|");
+    let _ = writeln!(out, "| Program | Status | Time (s) | Candidates tried | Source | Patch | Reason |");
+    let _ = writeln!(out, "|---|---|---:|---:|---|---|---|");
     for r in &results.programs {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {:.1} | {} | {} | {} | {} |",
             md_cell(&r.name),
             r.status.label(),
             r.seconds,
             r.candidates_tried,
+            r.patch.as_ref().map_or("", |p| p.source.as_str()),
             md_cell(&patch_summary(r)),
             md_cell(&r.reason)
         );
@@ -55,7 +56,26 @@ pub fn markdown(results: &EvalResults) -> String {
         "\n**Totals:** {} programs: {} genuine, {} plausible-only, {} not fixed, {} errors.",
         t.programs, t.genuine, t.plausible_only, t.not_fixed, t.error
     );
+    let _ = writeln!(out, "\n**Patches by source:** {}.", by_source(results));
     out
+}
+
+/// `operators 20 (18 genuine), language-model 2 (1 genuine)`: reported patches per source.
+fn by_source(results: &EvalResults) -> String {
+    let mut counts: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+    for r in &results.programs {
+        if let Some(patch) = &r.patch {
+            let entry = counts.entry(patch.source.as_str()).or_default();
+            entry.0 += 1;
+            entry.1 += usize::from(r.status == ProgramStatus::Genuine);
+        }
+    }
+    if counts.is_empty() {
+        return "none".into();
+    }
+    let parts: Vec<String> =
+        counts.iter().map(|(source, (n, genuine))| format!("{source} {n} ({genuine} genuine)")).collect();
+    parts.join(", ")
 }
 
 /// Escape text for HTML element content and attribute values.
@@ -184,6 +204,7 @@ mod tests {
             patch: diff.map(|_| PatchInfo {
                 file: format!("python_programs/{name}.py"),
                 line: 4,
+                source: "operators".into(),
                 operator: "comparison".into(),
                 description: "`<` → `>`".into(),
             }),
@@ -217,7 +238,7 @@ mod tests {
         let md = markdown(&results());
         assert!(
             md.contains(
-                "| alpha | genuine | 1.2 | 3 | python_programs/alpha.py:4 comparison: `<` → `>` | a \\| b <c> |"
+                "| alpha | genuine | 1.2 | 3 | operators | python_programs/alpha.py:4 comparison: `<` → `>` | a \\| b <c> |"
             ),
             "{md}"
         );

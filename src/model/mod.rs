@@ -13,6 +13,7 @@ pub mod smollm;
 pub mod spm;
 pub mod t5;
 pub mod tokenizer;
+pub mod trace_note;
 pub mod train;
 
 pub use config::{ModelConfig, Task};

@@ -166,7 +166,7 @@ fn run_tests(
         per_test_timeout: Some(timeout),
         ..TestRun::new(Some(selectors), timeout * 4 + Duration::from_secs(30))
     };
-    let spec = RunSpec { root, coverage: false, run, deselect: &[] };
+    let spec = RunSpec { root, coverage: false, run, deselect: &[], watch: &[] };
     Ok(pytest.run(&spec)?)
 }
 

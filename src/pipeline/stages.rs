@@ -429,17 +429,18 @@ pub(super) fn is_test_bug(cfg: &PipelineConfig, bug: &BugRow) -> bool {
     cfg.packages.test.iter().any(|t| package.contains(t.as_str()))
 }
 
-/// A bug's trace as the patcher reads it: the error, then the innermost frames with locals.
+/// A bug's trace as the patcher reads it, in the form `fix` puts into its prompts
+/// (`model::trace_note`): the failing test, the error, the locals of the buggy function's frame.
 #[must_use]
 pub fn trace_text(bug: &BugRow) -> String {
-    let mut out = format!("{}: {}\n", bug.error_type, bug.error_message.lines().next().unwrap_or(""));
-    for frame in bug.trace.iter().rev() {
-        out.push_str(&format!("  {}:{} in {}\n", frame.file, frame.line, frame.function));
-        for (name, value) in &frame.locals {
-            out.push_str(&format!("    {name} = {value}\n"));
-        }
+    let frame = bug.trace.iter().rev().find(|f| f.function == bug.function).or(bug.trace.last());
+    crate::model::trace_note::Trace {
+        test: bug.failing_tests.first().map(String::as_str),
+        error_type: &bug.error_type,
+        message: &bug.error_message,
+        frame: frame.map(|f| (f.function.as_str(), &f.locals)),
     }
-    out
+    .note()
 }
 
 /// The encoder input of a planted bug: its skeleton with the buggy function in place of the

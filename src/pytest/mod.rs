@@ -129,6 +129,13 @@ pub struct TestResult {
     /// Value flow of a failing test (present with coverage on).
     #[serde(default)]
     pub flow: Option<Flow>,
+    /// Type names each watched function returned while the test ran (see [`RunSpec::watch`]).
+    #[serde(default)]
+    pub returns: BTreeMap<String, Vec<String>>,
+    /// Per watched function, the repr of what it returned per repr of its arguments (argument
+    /// lists whose repr is long or holds an address are left out).
+    #[serde(default)]
+    pub values: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A file or module pytest could not collect (often a syntax or import error).
@@ -141,7 +148,7 @@ pub struct CollectError {
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 enum Record {
-    Test(TestResult),
+    Test(Box<TestResult>),
     CollectError(CollectError),
     SessionFinish {
         exitstatus: i32,
@@ -192,7 +199,7 @@ impl Session {
     pub(crate) fn absorb(&mut self, report: &str) {
         for line in report.lines() {
             match serde_json::from_str::<Record>(line) {
-                Ok(Record::Test(t)) => self.tests.push(t),
+                Ok(Record::Test(t)) => self.tests.push(*t),
                 Ok(Record::CollectError(e)) => self.collect_errors.push(e),
                 Ok(Record::SessionFinish { exitstatus }) => self.exit_status = Some(exitstatus),
                 Ok(Record::EnginePath { path }) => self.warm = Some(path == "warm"),
@@ -267,6 +274,9 @@ pub struct RunSpec<'a> {
     /// Node ids pytest leaves out (`--deselect`): tests known to fail or hang at baseline in
     /// the files a guard run names.
     pub deselect: &'a [String],
+    /// Functions (`path.py:LINE`, LINE its code's first line) whose return types each test
+    /// records in [`TestResult::returns`].
+    pub watch: &'a [String],
 }
 
 /// The environment every pytest process gets (sessions and fork servers): the plugin on the
@@ -286,7 +296,7 @@ impl<'a> RunSpec<'a> {
     #[must_use]
     pub fn baseline(root: &'a Path, per_test_timeout: Duration, session_timeout: Duration) -> RunSpec<'a> {
         let run = TestRun { per_test_timeout: Some(per_test_timeout), ..TestRun::new(None, session_timeout) };
-        RunSpec { root, coverage: true, run, deselect: &[] }
+        RunSpec { root, coverage: true, run, deselect: &[], watch: &[] }
     }
 
     /// The same run of `selectors` only (node ids or paths; empty: the whole suite).
@@ -477,6 +487,9 @@ impl Pytest {
             ("DEEPDEBUG_TEST_TIMEOUT".into(), limit_seconds(spec.run.per_test_timeout).to_string().into()),
             ("DEEPDEBUG_TEST_CPU".into(), limit_seconds(spec.run.per_test_cpu).to_string().into()),
         ]);
+        if !spec.watch.is_empty() {
+            env.push(("DEEPDEBUG_WATCH".into(), spec.watch.join(",").into()));
+        }
         let job = Job {
             program: &self.python,
             args,

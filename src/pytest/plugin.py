@@ -8,9 +8,14 @@ Loaded with `-p deepdebug_plugin`; configured through environment variables:
   DEEPDEBUG_TEST_TIMEOUT   per-test wall-clock limit in seconds (0 = none)
   DEEPDEBUG_TEST_CPU       per-test CPU-time limit in seconds (0 = none): catches busy loops
                            early without mistaking a loaded machine for a hang
+  DEEPDEBUG_WATCH          "path.py:LINE,..." (relative to the root; LINE: the code's first line,
+                           its first decorator's): the types each of these functions returns
+                           while a test runs go into the test's record as `returns`, and
+                           what it returned per argument list as `values` (see `_call_key`)
 The file `deepdebug_origin` beside this module, when present, names the user's checkout that
 the scratch copy at DEEPDEBUG_ROOT was made from (see `_follow_the_copy`).
 """
+import dis
 import inspect
 import json
 import os
@@ -26,6 +31,84 @@ _COVERAGE = os.environ.get("DEEPDEBUG_COVERAGE") == "1"
 _TIMEOUT = float(os.environ.get("DEEPDEBUG_TEST_TIMEOUT") or 0)
 _CPU = float(os.environ.get("DEEPDEBUG_TEST_CPU") or 0)
 _HERE = os.path.realpath(__file__)
+
+
+def _watch_keys(spec):
+    """{(real path, first line): "path:LINE"} of DEEPDEBUG_WATCH."""
+    keys = {}
+    for item in (spec or "").split(","):
+        path, _, line = item.strip().rpartition(":")
+        if path and line.isdigit():
+            keys[(os.path.realpath(os.path.join(_ROOT, path)), int(line))] = item.strip()
+    return keys
+
+
+_WATCHED = _watch_keys(os.environ.get("DEEPDEBUG_WATCH"))
+_code_keys = {}  # code object -> its DEEPDEBUG_WATCH key, or None
+_returns = {}  # key -> set of type names returned during the current test
+_values = {}  # key -> {repr of the arguments: repr of the result} during the current test
+_calls = {}  # id(frame) -> repr of its arguments at the call, for watched frames
+_MAX_VALUES = 256  # argument lists remembered per function and test
+_MAX_REPR = 400  # longer reprs of arguments are not compared; longer results by digest
+_RETURNS = {dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE") if n in dis.opmap}
+
+
+def _exact_repr(value):
+    """repr(value) when it identifies the value across runs (no memory address, not too
+    long), else None."""
+    try:
+        text = repr(value)
+    except BaseException:  # a broken __repr__ must not break the run
+        return None
+    return None if " at 0x" in text else text
+
+
+def _call_key(frame):
+    """The arguments of a frame at its call, as one string; None when they cannot be told apart
+    across runs."""
+    code = frame.f_code
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    text = _exact_repr(tuple(frame.f_locals.get(n) for n in names))
+    return text if text is not None and len(text) <= _MAX_REPR else None
+
+
+def _result_text(value):
+    text = _exact_repr(value)
+    if text is None or len(text) <= _MAX_REPR:
+        return text
+    import hashlib
+
+    return "#" + hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _watch_profile(frame, event, arg):
+    """sys.setprofile hook: the type of each value a watched function returns (or yields), and
+    per argument list the value it returned."""
+    if event not in ("call", "return"):
+        return
+    code = frame.f_code
+    key = _code_keys.get(code, False)
+    if key is False:
+        key = _code_keys[code] = _WATCHED.get((os.path.realpath(code.co_filename), code.co_firstlineno))
+    if key is None:
+        return
+    if event == "call":
+        if len(_values.get(key, ())) < _MAX_VALUES and not code.co_flags & inspect.CO_GENERATOR:
+            _calls[id(frame)] = _call_key(frame)
+        return
+    call = _calls.pop(id(frame), None)
+    if arg is None:
+        # A 'return' event with None also ends a frame that an exception unwinds.
+        try:
+            if code.co_code[frame.f_lasti] not in _RETURNS:
+                return
+        except (IndexError, TypeError):
+            return
+    _returns.setdefault(key, set()).add(type(arg).__qualname__)
+    if call is not None:
+        result = _result_text(arg)
+        if result is not None:
+            _values.setdefault(key, {}).setdefault(call, result)
 
 
 def _follow_the_copy():
@@ -381,9 +464,20 @@ def pytest_runtest_protocol(item, nextitem):
         _flow_start(item)
         threading.settrace(_global_tracer)
         sys.settrace(_global_tracer)
+    if _WATCHED:
+        _returns.clear()
+        _values.clear()
+        _calls.clear()
+        threading.setprofile(_watch_profile)
+        sys.setprofile(_watch_profile)
     try:
         yield
     finally:
+        if _WATCHED:
+            sys.setprofile(None)
+            threading.setprofile(None)
+            rec["returns"] = {key: sorted(types) for key, types in _returns.items()}
+            rec["values"] = {key: dict(calls) for key, calls in _values.items()}
         if use_cpu:
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGPROF, previous_cpu or signal.SIG_DFL)

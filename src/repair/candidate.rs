@@ -394,6 +394,8 @@ pub struct NeuralLimits {
     pub temperature: f64,
     pub top_p: f64,
     pub seed: u64,
+    /// Put the failing test's message and locals above the skeleton (see `skeleton::trace`).
+    pub traces: bool,
 }
 
 impl NeuralLimits {
@@ -413,6 +415,7 @@ impl Default for NeuralLimits {
             temperature: 0.8,
             top_p: 0.95,
             seed: 0,
+            traces: true,
         }
     }
 }

@@ -4,11 +4,13 @@ use super::candidate::Source;
 use super::feed::{Feed, FeedSender};
 use super::patcher::ModelTurns;
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::widen::{Round, Widening};
 use crate::localize::Localization;
-use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm};
+use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm, Until};
 use crate::model::ModelError;
 use crate::patch::{Edit, Patch};
 use crate::project::Project;
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -28,12 +30,15 @@ pub struct ClozeOptions {
     pub samples: usize,
     pub temperature: f64,
     pub seed: u64,
+    /// Put the failing test's message and the locals of its innermost frame in the function
+    /// above the prompt (see `skeleton::trace`).
+    pub traces: bool,
 }
 
 impl ClozeOptions {
     #[must_use]
     pub fn new(gguf: PathBuf) -> ClozeOptions {
-        ClozeOptions { gguf, max_lines: 12, samples: 16, temperature: 0.8, seed: 0 }
+        ClozeOptions { gguf, max_lines: 12, samples: 16, temperature: 0.8, seed: 0, traces: true }
     }
 }
 
@@ -43,33 +48,52 @@ const LM_PRIOR: f64 = 0.6;
 const MAX_SHOWN_LINES: usize = 80;
 /// Lines of imports kept at the top of a prompt.
 const MAX_IMPORT_LINES: usize = 20;
-/// Windows of `max_lines` suspicious lines sampled in turn (the first, then the next ones)
-/// while the search runs.
+/// Windows of `max_lines` suspicious lines the plan samples in turn (the first, then the next
+/// ones) while the search runs.
 const WINDOWS: usize = 4;
-/// Passes over the first window again after every window is done, each with other seeds and
-/// a higher temperature (a fast model otherwise left the rest of the budget to other sources).
-const RESAMPLE_PASSES: usize = 3;
+/// Windows planned in all: the widening rounds take one more each.
+const MAX_WINDOWS: usize = 16;
 
-/// One pass of the sampler: which window of lines, at what temperature, with which seeds.
+/// One pass of the sampler: which window of lines, in which prompt form, at what sampling,
+/// with which seeds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pass {
     window: usize,
+    form: Form,
+    /// Also rewrite spans of [`SPANS`] lines starting at each target line.
+    spans: bool,
     temperature: f64,
+    top_p: f64,
     salt: u64,
 }
 
-/// The passes in order: every window once at the configured temperature, then the first
-/// window again, hotter each time.
-fn passes(windows: usize, temperature: f64) -> Vec<Pass> {
-    let first = (0..windows).map(|window| Pass { window, temperature, salt: 0 });
-    #[allow(clippy::cast_precision_loss)]
-    let again = (1..=RESAMPLE_PASSES).map(|k| Pass {
-        window: 0,
-        temperature: (temperature + 0.2 * k as f64).min(1.4),
-        salt: k as u64 * 1_000_003,
-    });
-    first.chain(again.take(usize::from(windows > 0) * RESAMPLE_PASSES)).collect()
+/// How the prompt shows the function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// "# Buggy version", the whole function, then "# Fixed version" and the function again up
+    /// to the target line: the model sees the line it rewrites (and tends to copy it).
+    Paired,
+    /// Only the function up to the target line, after the trace note: what the model would
+    /// write there without having seen the line.
+    Open,
 }
+
+/// The passes of a round: each window it takes, most suspicious first, at its sampling.
+/// Round 0 is every planned window at the configured temperature in the paired form; later
+/// rounds (see [`Widening`]) resample them hotter with new seeds, add the next window,
+/// alternate the open form with the paired one, and from the third on rewrite spans of lines.
+fn round_passes(round: &Round) -> Vec<Pass> {
+    let form = if round.index % 2 == 1 { Form::Open } else { Form::Paired };
+    let spans = round.index >= 2;
+    let pass =
+        |window| Pass { window, form, spans, temperature: round.temperature, top_p: round.top_p, salt: round.salt };
+    (0..round.targets).map(pass).collect()
+}
+
+/// Tokens a sample may take per line.
+const LINE_TOKENS: usize = 40;
+/// Lengths of the spans of lines the later rounds rewrite as one sample.
+const SPANS: [usize; 2] = [2, 3];
 
 /// What the background sampler did, for reports and the model bench.
 #[derive(Debug, Clone, Default)]
@@ -81,6 +105,8 @@ pub struct ClozeStats {
     pub seconds: f64,
     /// Set when the model failed (loading or sampling).
     pub error: Option<String>,
+    /// New candidates per finished widening round (the last rounds' zeros: it ran dry).
+    pub rounds: Vec<usize>,
 }
 
 /// The suspicious lines of one function, planned on the caller's thread (owned data only).
@@ -105,16 +131,18 @@ pub struct ClozeSource {
 }
 
 impl ClozeSource {
-    /// Plan the prompts for the most suspicious lines and start sampling in the background.
-    /// With `turns`, it takes turns with the patcher's thread (see [`ModelTurns`]).
+    /// Plan the prompts for the most suspicious lines and start sampling in the background;
+    /// `note` (the failing test's trace note, or nothing) goes above each function. With
+    /// `turns`, it takes turns with the patcher's thread (see [`ModelTurns`]).
     #[must_use]
     pub fn start(
         project: &Project,
         localization: &Localization,
         options: &ClozeOptions,
+        note: &str,
         turns: Option<Arc<ModelTurns>>,
     ) -> ClozeSource {
-        let windows: Vec<Vec<FunctionJob>> = (0..WINDOWS)
+        let windows: Vec<Vec<FunctionJob>> = (0..MAX_WINDOWS)
             .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
             .take_while(|jobs| !jobs.is_empty())
             .collect();
@@ -128,6 +156,14 @@ impl ClozeSource {
             options: options.clone(),
             started: Instant::now(),
             turns,
+            note: note.to_string(),
+            widening: RefCell::new(Widening::new(
+                WINDOWS,
+                1,
+                windows.len(),
+                options.temperature,
+                LineSampling::default().top_p,
+            )),
         };
         std::thread::spawn(move || worker.run(&windows));
         ClozeSource { feed, stats }
@@ -229,30 +265,36 @@ struct Worker {
     options: ClozeOptions,
     started: Instant,
     turns: Option<Arc<ModelTurns>>,
+    /// The trace note shown above the buggy function.
+    note: String,
+    /// The rounds, and the candidates proposed so far (duplicates are not sent).
+    widening: RefCell<Widening>,
 }
 
 impl Worker {
-    /// Every pass over its window of lines, until the search stops.
+    /// Round after round over its windows of lines, until the search stops or the rounds
+    /// bring no new candidate.
     fn run(&self, windows: &[Vec<FunctionJob>]) {
-        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| {
-            for (i, pass) in passes(windows.len(), self.options.temperature).into_iter().enumerate() {
+        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| loop {
+            let Some(round) = self.widening.borrow_mut().next_round() else { return Ok(()) };
+            for pass in round_passes(&round) {
                 for job in &windows[pass.window] {
                     if self.stopped() {
                         return Ok(());
                     }
                     self.function(&lm, job, pass)?;
                 }
-                if let (0, Some(turns)) = (i, &self.turns) {
+                if let (0, Some(turns)) = (pass.window, &self.turns) {
                     turns.first_window_done();
                 }
             }
-            Ok(())
         });
         if let Some(turns) = &self.turns {
-            turns.first_window_done();
+            turns.lines_done();
         }
         let mut stats = self.stats.lock().expect("cloze stats");
         stats.seconds = self.started.elapsed().as_secs_f64();
+        stats.rounds = self.widening.borrow().history().to_vec();
         if let Err(err) = result {
             stats.error = Some(err.to_string());
         }
@@ -266,16 +308,17 @@ impl Worker {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// Prompt: header, the buggy function, then "# Fixed version" and the function again up to
-    /// each target line in turn (one cache, extended line by line).
+    /// Prompt: header, trace note, in the paired form the buggy function and "# Fixed
+    /// version", then the function up to each target line in turn (one cache, extended line by
+    /// line).
     fn function(&self, lm: &SmolLm, job: &FunctionJob, pass: Pass) -> Result<(), ModelError> {
         let lines: Vec<&str> = job.text.split_inclusive('\n').collect();
         let function: String = lines[job.first..job.end.min(lines.len())].concat();
-        let shown = job.end - job.first <= MAX_SHOWN_LINES;
+        let shown = job.end - job.first <= MAX_SHOWN_LINES && pass.form == Form::Paired;
         let base = if shown {
-            format!("{}# Buggy version\n{}\n\n# Fixed version\n", job.header, function.trim_end())
+            format!("{}{}# Buggy version\n{}\n\n# Fixed version\n", job.header, self.note, function.trim_end())
         } else {
-            job.header.clone()
+            format!("{}{}", job.header, self.note)
         };
         let Some(mut cursor) = self.extend(lm, None, &base)? else { return Ok(()) };
         let mut at = job.first;
@@ -332,10 +375,15 @@ impl Worker {
                 self.sample(lm, &prefix, &site, Variant::After(cut), pass)?;
             }
         }
-        match self.extend(lm, Some(cursor), lines[target])? {
-            Some(after) => self.sample(lm, &after, &site, Variant::Insert, pass),
-            None => Ok(()),
+        if let Some(after) = self.extend(lm, Some(cursor), lines[target])? {
+            self.sample(lm, &after, &site, Variant::Insert, pass)?;
         }
+        for span in SPANS.into_iter().filter(|&n| pass.spans && target + n <= job.end) {
+            if let Some(indented) = self.extend(lm, Some(cursor), indent)? {
+                self.sample(lm, &indented, &site, Variant::Span(span), pass)?;
+            }
+        }
+        Ok(())
     }
 
     fn sample(
@@ -351,9 +399,11 @@ impl Worker {
         }
         let options = LineSampling {
             n: self.options.samples,
+            max_tokens: LINE_TOKENS * variant.lines(),
+            until: Until::Lines(variant.lines()),
             temperature: pass.temperature,
+            top_p: pass.top_p,
             seed: self.options.seed.wrapping_add(site.target as u64 * 31 + variant.salt() + pass.salt),
-            ..LineSampling::default()
         };
         let stop = || self.stopped();
         let samples = lm.sample_lines(prefix, &options, &stop)?;
@@ -362,7 +412,9 @@ impl Worker {
             stats.sampled_tokens += samples.iter().map(|s| s.tokens).sum::<usize>();
             stats.seconds = self.started.elapsed().as_secs_f64();
         }
-        let proposals = proposals(site, variant, &samples);
+        let mut widening = self.widening.borrow_mut();
+        let proposals: Vec<Proposal> =
+            proposals(site, variant, &samples).into_iter().filter(|p| widening.record(&p.patch)).collect();
         if !proposals.is_empty() && self.tx.send(proposals).is_err() {
             // The search is over.
             self.stop.store(true, Ordering::SeqCst);
@@ -429,6 +481,8 @@ enum Variant {
     After(usize),
     /// A new line after the target.
     Insert,
+    /// This many lines from the target on (the first one's indentation kept).
+    Span(usize),
 }
 
 impl Variant {
@@ -437,6 +491,15 @@ impl Variant {
             Variant::Whole => 1,
             Variant::After(cut) => 2 + cut as u64,
             Variant::Insert => 7,
+            Variant::Span(n) => 11 + n as u64,
+        }
+    }
+
+    /// Lines a sample holds.
+    fn lines(self) -> usize {
+        match self {
+            Variant::Span(n) => n,
+            Variant::Whole | Variant::After(_) | Variant::Insert => 1,
         }
     }
 }
@@ -451,7 +514,8 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
         let Some(change) = edit(site, variant, text) else { continue };
         let per_token = if sample.tokens == 0 { 0.0 } else { (sample.nats / sample.tokens as f64).exp() };
         let score = site.score * LM_PRIOR * (0.3 + 0.7 * per_token);
-        let parts = if variant == Variant::Insert { Vec::new() } else { partial_changes(site, &change) };
+        let whole_line = matches!(variant, Variant::Whole | Variant::After(_));
+        let parts = if whole_line { partial_changes(site, &change) } else { Vec::new() };
         for change in std::iter::once(change).chain(parts) {
             if !seen.insert(change.new_line.clone()) {
                 continue;
@@ -460,7 +524,7 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
                 patch: Patch::single(site.job.file.clone(), change.edit),
                 source: Source::LanguageModel,
                 line: change.line,
-                description: format!("{} `{}`", change.what, change.new_line.trim()),
+                description: format!("{} `{}`", change.what, one_line(&change.new_line)),
                 score,
             });
         }
@@ -488,7 +552,7 @@ fn partial_changes(site: &Site<'_>, change: &Change) -> Vec<Change> {
 fn without_comment<'s>(site: &Site<'_>, variant: Variant, sample: &'s str) -> Option<&'s str> {
     let before = match variant {
         Variant::After(cut) => &site.line[..cut],
-        Variant::Whole | Variant::Insert => "",
+        Variant::Whole | Variant::Insert | Variant::Span(_) => "",
     };
     let end = comment_start(&format!("{before}{sample}")).map_or(sample.len(), |at| at.saturating_sub(before.len()));
     let code = sample[..end.min(sample.len())].trim_end();
@@ -533,7 +597,38 @@ fn edit(site: &Site<'_>, variant: Variant, sample: &str) -> Option<Change> {
                 .then(|| rewrite(Edit::replacement(site.offset + cut..line_end, sample.trim_end()), new))
         }
         Variant::Insert => insertion(site, sample),
+        Variant::Span(n) => span(site, n, sample),
     }
+}
+
+/// The `n` lines from the target on, replaced by the sample's lines (the first at the target's
+/// indentation, the others at the model's; comments dropped).
+fn span(site: &Site<'_>, n: usize, sample: &str) -> Option<Change> {
+    let code_start = site.offset + site.indent.len();
+    let old: Vec<&str> = site.job.text[site.offset..].split_inclusive('\n').take(n).collect();
+    if old.len() < n {
+        return None;
+    }
+    let end = site.offset + old.concat().trim_end_matches(['\n', '\r']).len();
+    let new_lines: Vec<&str> = sample
+        .lines()
+        .map(|line| line[..comment_start(line).unwrap_or(line.len())].trim_end())
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let new = new_lines.join("\n");
+    let new = new.trim_start();
+    let unchanged = new.trim_end() == site.job.text[code_start..end].trim_end();
+    (!new.is_empty() && !unchanged).then(|| Change {
+        edit: Edit::replacement(code_start..end, new),
+        new_line: format!("{}{new}", site.indent),
+        line: site.target + 1,
+        what: "rewrite",
+    })
+}
+
+/// A rewrite's text on one line (a span's lines joined by `; `) for descriptions.
+fn one_line(text: &str) -> String {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 /// A new line after the target. Its indentation is the model's when that opens a block
@@ -639,6 +734,8 @@ mod tests {
             options: ClozeOptions::new(std::path::PathBuf::from("unused.gguf")),
             started: Instant::now(),
             turns: None,
+            note: String::new(),
+            widening: RefCell::new(Widening::new(WINDOWS, 1, 1, 0.8, 0.95)),
         };
         let resume = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(150));
@@ -679,14 +776,21 @@ mod tests {
     }
 
     #[test]
-    fn passes_take_every_window_then_resample_the_first_hotter_with_new_seeds() {
-        let p = passes(2, 0.8);
-        let windows: Vec<usize> = p.iter().map(|p| p.window).collect();
-        assert_eq!(windows, [0, 1, 0, 0, 0]);
-        assert!(p.windows(2).skip(1).all(|w| w[1].temperature > w[0].temperature && w[1].salt != w[0].salt));
-        assert_eq!((p[0].temperature, p[0].salt), (0.8, 0));
-        assert!(p.iter().all(|p| p.temperature <= 1.4));
-        assert!(passes(0, 0.8).is_empty());
+    fn rounds_take_the_plans_windows_then_resample_them_hotter_and_add_the_next() {
+        let mut widening = Widening::new(WINDOWS, 1, 6, 0.8, 0.95);
+        let first = round_passes(&widening.next_round().unwrap());
+        assert_eq!(first.iter().map(|p| p.window).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!((first[0].temperature, first[0].salt), (0.8, 0));
+        let second = round_passes(&widening.next_round().unwrap());
+        assert_eq!(second.iter().map(|p| p.window).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert!(second[0].temperature > first[0].temperature && second[0].salt != first[0].salt);
+        assert!(first.iter().all(|p| p.form == Form::Paired) && second.iter().all(|p| p.form == Form::Open));
+        let third = round_passes(&widening.next_round().unwrap());
+        assert_eq!(third[0].form, Form::Paired);
+        assert!(!first[0].spans && !second[0].spans && third.iter().all(|p| p.spans), "spans from round 2 on");
+        let mut one_window = Widening::new(WINDOWS, 1, 1, 0.8, 0.95);
+        assert_eq!(round_passes(&one_window.next_round().unwrap()).len(), 1);
+        assert!(round_passes(&Widening::new(WINDOWS, 1, 0, 0.8, 0.95).next_round().unwrap()).is_empty());
     }
 
     #[test]
@@ -746,6 +850,27 @@ mod tests {
         let got = proposals(&site, Variant::Whole, &samples);
         assert_eq!(got.len(), 1, "duplicates and cut-off samples are dropped");
         assert!(got[0].score > 0.0 && got[0].score <= LM_PRIOR);
+    }
+
+    #[test]
+    fn a_span_sample_rewrites_that_many_lines_from_the_target_on() {
+        let text = "def f(xs):\n    n = len(xs)\n    m = n - 1\n    return xs[m]\n";
+        let job = job(text);
+        let site = site(&job, "    n = len(xs)");
+        let change = edit(&site, Variant::Span(2), "if not xs:  # empty\n        return None").unwrap();
+        assert_eq!(
+            Patch::single("m.py", change.edit).apply(text),
+            "def f(xs):\n    if not xs:\n        return None\n    return xs[m]\n"
+        );
+        assert_eq!(one_line(&change.new_line), "if not xs:; return None");
+        assert_eq!(edit(&site, Variant::Span(2), "n = len(xs)\n    m = n - 1"), None, "the same lines: no change");
+        let three = edit(&site, Variant::Span(3), "return xs[-1]").unwrap();
+        assert_eq!(Patch::single("m.py", three.edit).apply(text), "def f(xs):\n    return xs[-1]\n");
+        assert_eq!(edit(&site, Variant::Span(4), "pass"), None, "past the end of the text");
+        let samples =
+            [SampledLine { text: "m = len(xs) - 1\n    return xs[m]".into(), nats: -2.0, tokens: 9, complete: true }];
+        let got = proposals(&site, Variant::Span(2), &samples);
+        assert_eq!(got.len(), 1, "no smaller rewrites of a span: {got:?}");
     }
 
     fn job(text: &str) -> FunctionJob {

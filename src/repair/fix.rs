@@ -1,5 +1,6 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
+use super::behaviour::{ReturnCheck, Watched};
 use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
 use super::guard::{self, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
@@ -377,7 +378,8 @@ fn search_stage<'p>(
     let mut localization = localize(project, &outcome.without_unselected_failures());
     localization.retain_editable(project, &options.exclude);
     let budget = Budget::new(start, options.timeout, &outcome.baseline, options.guards_rest());
-    let (sources, handles) = sources(options, project, &localization, sampler);
+    let note = trace_note(outcome);
+    let (sources, handles) = sources(options, project, (&localization, &note), sampler);
     let search = Mutex::new(Search::new(project, sources, budget.late_at).excluding(options.exclude.clone()));
     let ranking = outcome.ranking.clone();
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
@@ -411,6 +413,12 @@ impl FixOutcome {
             self.warnings.push(format!("patcher candidates stopped: {err}"));
         }
         self.finish(project, &search, best, end, start.elapsed());
+        for (id, flags) in run.behaviour {
+            let patterns = self.overfit.entry(id).or_default();
+            patterns.extend(flags);
+            patterns.sort();
+            patterns.dedup();
+        }
     }
 }
 
@@ -499,6 +507,31 @@ fn check_baseline(options: &FixOptions, baseline: Session, left: Duration) -> Re
     Ok(baseline)
 }
 
+/// The trace note of the first failing test for the models' prompts: its error and the
+/// locals of the innermost frame in project code (not a test's).
+fn trace_note(outcome: &FixOutcome) -> String {
+    let Some(test) = outcome.failing.first().and_then(|id| outcome.baseline.test(id)) else { return String::new() };
+    let failure = test.failure.as_ref();
+    let test_files = crate::localize::test_files(&outcome.baseline);
+    let frame = failure.and_then(|f| {
+        (f.frames.iter().rev()).find(|fr| {
+            fr.in_project && !crate::project::is_test_path(&fr.file) && !test_files.contains(fr.file.as_str())
+        })
+    });
+    let error_type = match failure {
+        Some(f) if f.limit.is_some() => "Timeout",
+        Some(f) => f.kind.as_str(),
+        None => "",
+    };
+    crate::model::trace_note::Trace {
+        test: Some(&test.nodeid),
+        error_type,
+        message: failure.map_or("", |f| f.message.as_str()),
+        frame: frame.map(|f| (f.function.as_str(), &f.locals)),
+    }
+    .note()
+}
+
 /// The language-model sampler's statistics, shared with its thread.
 type LmStats = Arc<Mutex<ClozeStats>>;
 
@@ -506,7 +539,7 @@ type LmStats = Arc<Mutex<ClozeStats>>;
 fn sources<'p>(
     options: &FixOptions,
     project: &'p Project,
-    localization: &Localization,
+    (localization, note): (&Localization, &str),
     patcher: Option<(crate::model::Patcher, NeuralLimits)>,
 ) -> (Vec<Box<dyn CandidateSource + 'p>>, Handles) {
     let mut sources: Vec<Box<dyn CandidateSource + 'p>> = vec![Box::new(OperatorSource::new(
@@ -528,12 +561,14 @@ fn sources<'p>(
     let bundled = options.neural.as_ref().is_some_and(|n| n.bundled);
     let turns = (options.lm.is_some() && patcher.is_some()).then(|| Arc::new(ModelTurns::new(!bundled)));
     if let Some(lm) = &options.lm {
-        let source = ClozeSource::start(project, localization, lm, turns.clone());
+        let note = if lm.traces { note } else { "" };
+        let source = ClozeSource::start(project, localization, lm, note, turns.clone());
         handles.lm = Some(source.stats());
         sources.push(Box::new(source));
     }
     if let Some((sampler, limits)) = patcher {
-        let source = PatcherSource::start(project, &localization.functions, sampler, &limits, turns);
+        let note = if limits.traces { note } else { "" };
+        let source = PatcherSource::start(project, (&localization.functions, note), sampler, &limits, turns);
         handles.patcher_error = Some(source.error());
         sources.push(Box::new(source));
     }
@@ -762,6 +797,10 @@ struct SearchRun<'r, 'p> {
     startup: Duration,
     /// Baseline-passing tests that guarded the confirmed patch.
     guarded: Option<usize>,
+    /// What the chosen plausible patches' functions return on the tests' inputs.
+    returns: ReturnCheck<'r>,
+    /// The behavioural anti-patterns of every plausible patch checked so far (empty: none).
+    behaviour: HashMap<CandidateId, Vec<AntiPattern>>,
 }
 
 /// What a [`SearchRun`] leaves for the outcome.
@@ -770,6 +809,7 @@ struct RunResults {
     notes: Vec<String>,
     first_validated: Option<Instant>,
     guarded: Option<usize>,
+    behaviour: HashMap<CandidateId, Vec<AntiPattern>>,
 }
 
 impl<'r, 'p> SearchRun<'r, 'p> {
@@ -782,6 +822,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         budget: &Budget,
     ) -> Self {
         let (notes, first_validated) = (Mutex::new(Vec::new()), std::sync::OnceLock::new());
+        let per_test = config.timeouts.per_test.max(Duration::from_secs(2));
         let (deadline, last_call, timeout, startup) =
             (budget.deadline, budget.last_call, budget.timeout, budget.startup);
         SearchRun {
@@ -802,6 +843,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             timeout,
             startup,
             guarded: None,
+            returns: ReturnCheck::new(pytest, project.root(), per_test),
+            behaviour: HashMap::new(),
         }
     }
 
@@ -811,7 +854,40 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             notes: self.notes.into_inner().expect("notes lock"),
             first_validated: self.first_validated.into_inner(),
             guarded: self.guarded,
+            behaviour: self.behaviour,
         }
+    }
+
+    /// The behavioural anti-patterns of `candidate` (see [`behaviour`]), checked once, within a
+    /// fifth of the time left.
+    fn check_behaviour(&mut self, candidate: &Candidate) -> &[AntiPattern] {
+        if !self.behaviour.contains_key(&candidate.id) {
+            let flags = match Watched::of(self.project, candidate) {
+                Some(watched) => {
+                    let tests = watched.tests(self.config.baseline, &self.config.failing);
+                    let until = Instant::now() + self.deadline.saturating_duration_since(Instant::now()) / 5;
+                    let findings = self.returns.check(candidate, &watched, &tests, until).unwrap_or_default();
+                    let mut flags = Vec::new();
+                    if !findings.new_kinds.is_empty() {
+                        flags.push(AntiPattern::NewReturnType);
+                    }
+                    if self.failing_timed_out() && findings.changes_results() {
+                        flags.push(AntiPattern::ChangedResults);
+                    }
+                    flags
+                }
+                None => Vec::new(),
+            };
+            self.behaviour.insert(candidate.id, flags);
+        }
+        &self.behaviour[&candidate.id]
+    }
+
+    /// Every failing test had timed out at baseline (the bug made them slow, not wrong).
+    fn failing_timed_out(&self) -> bool {
+        let outcome = |id: &String| self.config.baseline.test(id).map(|t| t.outcome);
+        !self.config.failing.is_empty()
+            && self.config.failing.iter().all(|id| outcome(id) == Some(crate::pytest::TestOutcome::Timeout))
     }
 
     /// Once the guard is known, the confirmation reserve is two runs of it (at most 40% of
@@ -992,7 +1068,10 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     ranking.superseded.clone_from(&superseded);
                 }
                 let flagged: HashSet<CandidateId> = (plausible.iter())
-                    .filter(|c| !overfit::of_candidate(search.project(), c).is_empty())
+                    .filter(|c| {
+                        !overfit::of_candidate(search.project(), c).is_empty()
+                            || self.behaviour.get(&c.id).is_some_and(|b| !b.is_empty())
+                    })
                     .map(|c| c.id)
                     .collect();
                 let key = |c: &Candidate| match &self.ranking {
@@ -1004,6 +1083,11 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
             chose = true;
+            let checked = self.behaviour.contains_key(&candidate.id);
+            if !checked && !self.check_behaviour(&candidate).is_empty() {
+                // Demoted: choose again (a patch checked before is not checked again).
+                continue;
+            }
             on_event(FixEvent::Confirming { deadline: self.deadline });
             let Some(plan) = self.guard_plan(&candidate) else {
                 push_note(&self.notes, format!(
@@ -1021,7 +1105,9 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     if runs < CONFIRMATION_RUNS {
                         push_note(&self.notes, format!("the patch was confirmed by {runs} fresh run of the suite: --timeout left no time for a second"));
                     }
-                    note_overfit(&self.notes, &overfit::of_candidate(self.project, &candidate));
+                    let mut patterns = overfit::of_candidate(self.project, &candidate);
+                    patterns.extend(self.behaviour.get(&candidate.id).into_iter().flatten());
+                    note_overfit(&self.notes, &patterns);
                     return Ok((Some(candidate.id), true));
                 }
                 Confirmation::OutOfTime => {

@@ -261,7 +261,13 @@ impl GuardPlan {
     /// The pytest session of one confirmation run in `root`.
     #[must_use]
     pub fn spec<'a>(&'a self, root: &'a Path, run: TestRun<'a>) -> RunSpec<'a> {
-        RunSpec { root, coverage: false, run: TestRun { tests: Some(&self.paths), ..run }, deselect: &self.deselect }
+        RunSpec {
+            root,
+            coverage: false,
+            run: TestRun { tests: Some(&self.paths), ..run },
+            deselect: &self.deselect,
+            watch: &[],
+        }
     }
 }
 
@@ -353,7 +359,7 @@ pub fn run_rest(
 ) -> Result<Guard, super::lab::LabError> {
     let scratch = super::lab::scratch_copy(root, "deepdebug-guard-")?;
     let run = TestRun { per_test_timeout: Some(rest.per_test), ..TestRun::new(None, rest.time_box) };
-    let spec = RunSpec { root: scratch.path(), coverage: false, run, deselect: rest.focus_files };
+    let spec = RunSpec { root: scratch.path(), coverage: false, run, deselect: rest.focus_files, watch: &[] };
     let session = pytest.run(&spec)?;
     guard.absorb(&session, rest.failing);
     Ok(guard)

@@ -858,7 +858,7 @@ impl<'a> Worker<'a> {
             }
         }
         let run = TestRun { tests: Some(request.run.tests.unwrap_or(self.config.selectors)), ..request.run };
-        let spec = RunSpec { root: &self.root, coverage: false, run, deselect: &[] };
+        let spec = RunSpec { root: &self.root, coverage: false, run, deselect: &[], watch: &[] };
         Ok(self.pytest.run(&spec)?)
     }
 

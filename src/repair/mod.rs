@@ -1,7 +1,9 @@
 //! The generate-and-validate repair loop behind `deepdebug fix`.
 
+pub mod behaviour;
 pub mod candidate;
 pub mod cloze;
+pub mod defaults;
 pub mod feed;
 pub mod fix;
 pub mod guard;
@@ -17,3 +19,4 @@ pub mod search;
 pub mod signature;
 pub mod sources;
 pub mod templates;
+pub mod widen;

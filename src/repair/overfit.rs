@@ -44,6 +44,14 @@ pub enum AntiPattern {
     DeletedSetBeforeIf,
     /// The update of a `while` loop's counter deleted: Tan's anti-delete loop-counter.
     DeletedLoopCounter,
+    /// Behavioural, not syntactic (`repair::behaviour`): on the tests' inputs the patched
+    /// function returns a kind of value the buggy one never returned (`None` from a function
+    /// of booleans, a list for a tuple).
+    NewReturnType,
+    /// Behavioural: the failing tests had timed out at baseline, and the patch makes them
+    /// finish by changing what the function computes (a call the buggy function finished gets
+    /// another result), not how fast.
+    ChangedResults,
 }
 
 impl AntiPattern {
@@ -62,6 +70,8 @@ impl AntiPattern {
             AntiPattern::EarlyExit => "early-exit",
             AntiPattern::DeletedSetBeforeIf => "deleted-set-before-if",
             AntiPattern::DeletedLoopCounter => "deleted-loop-counter",
+            AntiPattern::NewReturnType => "new-return-type",
+            AntiPattern::ChangedResults => "changed-results",
         }
     }
 }

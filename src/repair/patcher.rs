@@ -3,11 +3,12 @@
 use super::candidate::{minimal_edit, reindent, NeuralLimits, Source};
 use super::feed::{Feed, FeedSender};
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::widen::{Round, Widening};
 use crate::localize::SuspiciousFunction;
 use crate::model::{ModelError, Patcher, SampleOptions, SampleRun};
 use crate::patch::Patch;
 use crate::project::Project;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -17,6 +18,12 @@ const PATCHER_PRIOR: f64 = 0.7;
 /// The patcher starts after the line sampler's first window, or after this long at most.
 const MAX_WAIT_FOR_LINES: Duration = Duration::from_secs(8);
 const POLL: Duration = Duration::from_millis(10);
+/// Tokens of the trace note after a skeleton.
+const TRACE_BUDGET: usize = 160;
+/// Line-sampler turns between two patcher turns once the patcher widens.
+const LINE_TURNS_PER_WIDENED_TURN: usize = 4;
+/// Functions planned beyond `max_functions` (as multiples of it) for the widening rounds.
+const WIDEN_FUNCTIONS: usize = 4;
 
 /// Two background users of the CPU-bound models (the language-model line sampler and the
 /// patcher) taking turns (a suspicious line, or a function to rewrite): the bundled patcher
@@ -27,6 +34,9 @@ pub struct ModelTurns {
     lock: Mutex<()>,
     patcher_waiting: AtomicBool,
     first_window_done: AtomicBool,
+    /// Turns the line sampler has taken, and whether it has stopped for good.
+    lines_turns: AtomicUsize,
+    lines_done: AtomicBool,
 }
 
 impl ModelTurns {
@@ -45,7 +55,28 @@ impl ModelTurns {
         while self.patcher_waiting.load(Ordering::SeqCst) {
             std::thread::sleep(POLL);
         }
+        self.lines_turns.fetch_add(1, Ordering::SeqCst);
         self.lock.lock().expect("model turn")
+    }
+
+    /// The line sampler has stopped (its rounds ran dry, or the model failed).
+    pub fn lines_done(&self) {
+        self.first_window_done();
+        self.lines_done.store(true, Ordering::SeqCst);
+    }
+
+    /// In its widening rounds the patcher (the source with the lower yield per second) waits
+    /// for `lines` more turns of the line sampler between two of its own; false when
+    /// `stopped` said stop meanwhile.
+    fn yield_to_lines(&self, lines: usize, stopped: &dyn Fn() -> bool) -> bool {
+        let until = self.lines_turns.load(Ordering::SeqCst) + lines;
+        while self.lines_turns.load(Ordering::SeqCst) < until && !self.lines_done.load(Ordering::SeqCst) {
+            if stopped() {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+        !stopped()
     }
 
     /// The line sampler finished its first window (or has nothing to sample).
@@ -95,10 +126,12 @@ struct FunctionPlan {
 }
 
 impl FunctionPlan {
+    /// The plan of `susp`: its skeleton within `budget` tokens, then the trace `note` within
+    /// [`TRACE_BUDGET`] (as the pipeline's training rows carry it).
     fn new(
         project: &Project,
         susp: &SuspiciousFunction,
-        count: &dyn Fn(&str) -> usize,
+        (count, note): (&dyn Fn(&str) -> usize, &str),
         budget: usize,
     ) -> Option<FunctionPlan> {
         let file = project.file(&susp.file)?;
@@ -107,6 +140,7 @@ impl FunctionPlan {
             .into_iter()
             .find(|d| d.qualname == susp.qualname && d.start_line == susp.start_line)?;
         let skeleton = crate::skeleton::build(&file.parsed, &def, budget, count);
+        let skeleton = crate::skeleton::append_trace(&skeleton.text, note, TRACE_BUDGET, count);
         // Whole lines of the function, so indentation can be fixed up.
         let offset = original[..def.byte_range.start].rfind('\n').map_or(0, |i| i + 1);
         let end = original[def.byte_range.end..].find('\n').map_or(original.len(), |i| def.byte_range.end + i + 1);
@@ -122,7 +156,7 @@ impl FunctionPlan {
             offset,
             old: original[offset..end].to_string(),
             lead,
-            skeleton: skeleton.text,
+            skeleton,
             score: susp.score,
         })
     }
@@ -232,11 +266,13 @@ pub struct PatcherSource {
 }
 
 impl PatcherSource {
-    /// Plan the skeletons of the first `limits.max_functions` of `functions` and start sampling.
+    /// Plan the skeletons (with the trace `note`, if any) of the most suspicious `functions`
+    /// and start sampling: the first `limits.max_functions` of them, then widening rounds
+    /// over more functions at hotter temperatures until the rounds bring nothing new.
     #[must_use]
     pub fn start(
         project: &Project,
-        functions: &[SuspiciousFunction],
+        (functions, note): (&[SuspiciousFunction], &str),
         sampler: Patcher,
         limits: &NeuralLimits,
         turns: Option<Arc<ModelTurns>>,
@@ -244,8 +280,8 @@ impl PatcherSource {
         let count = |s: &str| sampler.count_tokens(s);
         let plans: Vec<FunctionPlan> = functions
             .iter()
-            .filter_map(|f| FunctionPlan::new(project, f, &count, limits.budget))
-            .take(limits.max_functions)
+            .filter_map(|f| FunctionPlan::new(project, f, (&count, note), limits.budget))
+            .take(limits.max_functions * WIDEN_FUNCTIONS)
             .collect();
         let (feed, FeedSender { tx, stop, paused }) = Feed::new();
         let error = Arc::new(Mutex::new(None));
@@ -291,6 +327,8 @@ struct Worker {
 }
 
 impl Worker {
+    /// Round after round of [`Widening`] (the plan's functions, then more of them, hotter),
+    /// until the search stops or the rounds bring no new rewrite.
     fn run(&self, mut sampler: Patcher, plans: &[FunctionPlan]) {
         let stopped = || self.stopped();
         if let Some(turns) = &self.turns {
@@ -298,35 +336,43 @@ impl Worker {
                 return;
             }
         }
-        for plan in plans {
-            if self.stopped() {
-                return;
-            }
-            let turn = self.turns.as_ref().map(|t| t.patcher_turn());
-            let run = self.sample(&mut sampler, plan);
-            drop(turn);
-            match run {
-                Ok(run) => {
-                    let proposals = plan.proposals(run, self.limits.samples);
-                    if !proposals.is_empty() && self.tx.send(proposals).is_err() {
+        let (base, top_p) = (self.limits.max_functions, self.limits.top_p);
+        let mut widening = Widening::new(base, base, plans.len(), self.limits.temperature, top_p);
+        while let Some(round) = widening.next_round() {
+            for plan in &plans[..round.targets] {
+                if self.stopped() {
+                    return;
+                }
+                if let (Some(turns), true) = (&self.turns, round.index > 0) {
+                    if !turns.yield_to_lines(LINE_TURNS_PER_WIDENED_TURN, &stopped) {
                         return;
                     }
                 }
-                Err(err) => {
-                    *self.error.lock().expect("patcher error") = Some(err.to_string());
+                let turn = self.turns.as_ref().map(|t| t.patcher_turn());
+                let run = self.sample(&mut sampler, plan, round);
+                drop(turn);
+                let proposals = match run {
+                    Ok(run) => plan.proposals(run, self.limits.samples),
+                    Err(err) => {
+                        *self.error.lock().expect("patcher error") = Some(err.to_string());
+                        return;
+                    }
+                };
+                let new: Vec<Proposal> = proposals.into_iter().filter(|p| widening.record(&p.patch)).collect();
+                if !new.is_empty() && self.tx.send(new).is_err() {
                     return;
                 }
             }
         }
     }
 
-    fn sample(&self, sampler: &mut Patcher, plan: &FunctionPlan) -> Result<SampleRun, ModelError> {
+    fn sample(&self, sampler: &mut Patcher, plan: &FunctionPlan, round: Round) -> Result<SampleRun, ModelError> {
         let options = SampleOptions {
             n: self.limits.samples,
-            temperature: self.limits.temperature,
-            top_p: self.limits.top_p,
+            temperature: round.temperature,
+            top_p: round.top_p,
             max_len: sampler.max_target_len(),
-            seed: self.limits.seed,
+            seed: self.limits.seed.wrapping_add(round.salt),
         };
         sampler.sample_until(&plan.skeleton, &plan.lead, &options, &|| self.stopped())
     }

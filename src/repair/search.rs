@@ -25,6 +25,18 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
+    /// The source that proposes candidates of this provenance.
+    #[must_use]
+    pub fn of(source: Source) -> SourceKind {
+        match source {
+            Source::Operator(_) => SourceKind::Operators,
+            Source::Template => SourceKind::Templates,
+            Source::LanguageModel => SourceKind::LanguageModel,
+            Source::Combined { .. } => SourceKind::Combinations,
+            Source::Neural => SourceKind::Patcher,
+        }
+    }
+
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {

