@@ -69,10 +69,21 @@ impl Drop for RunDir {
     }
 }
 
-/// Kill the tracked groups, remove the run directory, say so and exit.
+/// Tries at removing the run directory on a signal, and the pause between two.
+const REMOVE_TRIES: usize = 20;
+const REMOVE_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Kill the tracked groups, remove the run directory, say so and exit. The run's other
+/// threads go on until the exit (a scratch copy being made, a child started but not yet
+/// tracked), so a removal that meets new files kills and tries again.
 fn on_signal(dir: &Path) {
-    kill_tracked();
-    let _ = std::fs::remove_dir_all(dir);
+    for _ in 0..REMOVE_TRIES {
+        kill_tracked();
+        if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+            break;
+        }
+        std::thread::sleep(REMOVE_PAUSE);
+    }
     eprintln!("deepdebug: interrupted; its processes were stopped and its temporary files removed");
     std::process::exit(INTERRUPTED_EXIT);
 }
