@@ -297,21 +297,28 @@ mod tests {
         }
     }
 
+    /// A project of `files` in a temporary directory, loaded, with the machine's pytest.
+    fn python_project(files: &[(&str, &str)]) -> (tempfile::TempDir, Project, Pytest) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let project = Project::load(dir.path()).unwrap();
+        (dir, project, Pytest::new(Path::new("python3")).unwrap())
+    }
+
     #[test]
     fn a_patch_that_returns_none_from_a_function_of_booleans_is_caught_on_the_tests_inputs() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("shop.py"),
-            "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef discounted(total):\n    if total > 100:\n        return True\n    return True\n\n\ndef label(total):\n    return 'sale' if discounted(total) else 'full'\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("test_shop.py"),
-            "from shop import discounted, label\n\n\ndef test_big():\n    assert discounted(150)\n\n\ndef test_small():\n    assert not discounted(50)\n\n\ndef test_label():\n    assert label(200) == 'sale'\n",
-        )
-        .unwrap();
-        let project = Project::load(dir.path()).unwrap();
-        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let (dir, project, pytest) = python_project(&[
+            (
+                "shop.py",
+                "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef discounted(total):\n    if total > 100:\n        return True\n    return True\n\n\ndef label(total):\n    return 'sale' if discounted(total) else 'full'\n",
+            ),
+            (
+                "test_shop.py",
+                "from shop import discounted, label\n\n\ndef test_big():\n    assert discounted(150)\n\n\ndef test_small():\n    assert not discounted(50)\n\n\ndef test_label():\n    assert label(200) == 'sale'\n",
+            ),
+        ]);
         let mut check = ReturnCheck::new(&pytest, dir.path(), Duration::from_secs(10));
         let deadline = Instant::now() + Duration::from_secs(120);
         let tests: Vec<String> =
@@ -333,19 +340,10 @@ mod tests {
 
     #[test]
     fn a_patch_that_speeds_up_a_slow_test_by_computing_other_results_is_told_from_one_that_does_not() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("stairs.py"),
-            "def ways(n):\n    if n <= 1:\n        return 1\n    return ways(n - 1) + ways(n - 2)\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("test_stairs.py"),
-            "from stairs import ways\n\n\ndef test_many():\n    assert ways(70) > 10 ** 14\n",
-        )
-        .unwrap();
-        let project = Project::load(dir.path()).unwrap();
-        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let (dir, project, pytest) = python_project(&[
+            ("stairs.py", "def ways(n):\n    if n <= 1:\n        return 1\n    return ways(n - 1) + ways(n - 2)\n"),
+            ("test_stairs.py", "from stairs import ways\n\n\ndef test_many():\n    assert ways(70) > 10 ** 14\n"),
+        ]);
         let mut check = ReturnCheck::new(&pytest, dir.path(), Duration::from_secs(5));
         let deadline = Instant::now() + Duration::from_secs(120);
         let tests = vec!["test_stairs.py::test_many".to_string()];
