@@ -7,6 +7,16 @@ pub fn last_line(text: &str) -> &str {
     text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
 }
 
+/// `text` cut to at most `max` characters, with an ellipsis where it was cut.
+#[must_use]
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        text.chars().take(max).collect::<String>() + "…"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

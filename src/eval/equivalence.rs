@@ -2,6 +2,7 @@
 
 use super::mutate;
 use crate::process::{self, Exit, Limits};
+use crate::text::clip;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -198,16 +199,6 @@ pub fn ast_equal(python: &Path, a: &Path, b: &Path) -> Result<bool, CompareError
         "equal" => Ok(true),
         "different" => Ok(false),
         _ => Err(CompareError::Ast(clip(output.stderr.trim(), 300))),
-    }
-}
-
-/// `text` cut to at most `max` characters, with an ellipsis.
-#[must_use]
-pub fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        text.chars().take(max).collect::<String>() + "…"
     }
 }
 

@@ -1,12 +1,13 @@
 //! `eval quixbugs`: run `fix` on every program of a QuixBugs-layout tree and classify each result.
 
-use super::equivalence::{self, clip, CompareConfig};
+use super::equivalence::{self, CompareConfig};
 use crate::pytest::default_python;
 use crate::repair::defaults::Sources;
 use crate::repair::fix::{fix, FixOptions, FixStatus};
 use crate::repair::priors::Priors;
 use crate::repair::search::SourceKind;
 use crate::sandbox::{DockerConfig, SandboxKind};
+use crate::text::clip;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

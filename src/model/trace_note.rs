@@ -1,5 +1,6 @@
 //! The trace note of a prompt (DeepDebug's "traces"): the failing test's error and the locals of its innermost project frame, as a few clipped comment lines.
 
+use crate::text::clip;
 use std::collections::BTreeMap;
 
 /// Lines of the error message kept.
@@ -21,16 +22,6 @@ pub struct Trace<'a> {
     /// The innermost frame in the project's code (not the test's): its function and locals,
     /// as pytest's `--showlocals` prints them.
     pub frame: Option<(&'a str, &'a BTreeMap<String, String>)>,
-}
-
-/// `s` cut to `max` characters, with `…` where it was cut.
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 impl Trace<'_> {
