@@ -21,6 +21,8 @@ pub struct FixReport {
     pub suspicious_functions: Vec<FunctionReport>,
     pub suspicious_lines: Vec<LineReport>,
     pub candidates: CandidateStats,
+    /// How the candidates were validated: per engine path, and why some left the fast path.
+    pub validation: ValidationReport,
     /// Per candidate source: what it proposed, what was validated, what passed, and its time.
     pub sources: Vec<SourceReport>,
     /// Why the search stopped: `found`, `deadline`, `exhausted` or `not-started`.
@@ -297,6 +299,55 @@ pub struct CandidateStats {
     pub by_outcome: BTreeMap<&'static str, usize>,
 }
 
+/// Validation speed and the engine paths candidates took (`repair::lab::path`).
+#[derive(Debug, Serialize)]
+pub struct ValidationReport {
+    /// Candidates validated per second of validation rounds.
+    pub candidates_per_second: f64,
+    /// Wall time of the validation rounds.
+    pub seconds: f64,
+    /// Share of the candidates that were hot-swapped (`batch` or `warm`).
+    pub fast_share: f64,
+    /// What the failing tests took in the baseline: the least a candidate can cost (a run
+    /// slower than this per candidate pays overhead, not test time).
+    pub failing_tests_seconds: f64,
+    /// Per path (`batch`, `warm`, `cold`, `process`, `container`): candidates and their seconds.
+    pub paths: BTreeMap<&'static str, PathReport>,
+    /// Why candidates were not hot-swapped, with how many each reason kept off the fast path.
+    pub left_fast_path: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PathReport {
+    pub candidates: usize,
+    pub seconds: f64,
+}
+
+impl ValidationReport {
+    fn new(outcome: &FixOutcome) -> ValidationReport {
+        let mut totals = crate::repair::lab::PathTotals::default();
+        for v in &outcome.validated {
+            totals.add(v.path, v.elapsed);
+        }
+        let seconds = outcome.validation_elapsed.as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        let rate = if seconds > 0.0 { totals.candidates() as f64 / seconds } else { 0.0 };
+        ValidationReport {
+            candidates_per_second: rate,
+            seconds,
+            fast_share: totals.fast_share(),
+            failing_tests_seconds: (outcome.failing.iter())
+                .filter_map(|id| outcome.baseline.test(id))
+                .map(|t| t.duration)
+                .sum(),
+            paths: (totals.by_path.iter())
+                .map(|(path, &(candidates, seconds))| (path.name(), PathReport { candidates, seconds }))
+                .collect(),
+            left_fast_path: totals.off_path.iter().map(|(why, &n)| (why.name(), n)).collect(),
+        }
+    }
+}
+
 /// What the language-model sampler ran.
 #[derive(Debug, Serialize)]
 pub struct LanguageModelReport {
@@ -352,6 +403,11 @@ pub struct TriedReport {
     pub score: f64,
     pub outcome: OutcomeReport,
     pub seconds: f64,
+    /// The engine path of its first session (`batch`, `warm`, `cold`, `process`, `container`).
+    pub path: &'static str,
+    /// Why it was not hot-swapped (absent on the fast path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_path: Option<&'static str>,
     /// A plausible candidate's anti-patterns (`repair::overfit`); empty when it has none, and
     /// for candidates that are not plausible.
     pub overfit: Vec<&'static str>,
@@ -441,6 +497,7 @@ impl FixReport {
                 validated: outcome.validated.len(),
                 by_outcome,
             },
+            validation: ValidationReport::new(outcome),
             language_model: outcome.lm.as_ref().map(|lm| LanguageModelReport {
                 prompt_tokens: lm.prompt_tokens,
                 sampled_tokens: lm.sampled_tokens,
@@ -469,6 +526,8 @@ impl FixReport {
                         score: c.score,
                         outcome: OutcomeReport(v.outcome.kind()),
                         seconds: v.elapsed.as_secs_f64(),
+                        path: v.path.path.name(),
+                        off_path: v.path.off_path.map(crate::repair::lab::OffPath::name),
                         overfit: if v.outcome.is_plausible() { overfit_names(outcome, c.id) } else { Vec::new() },
                     }
                 })

@@ -571,5 +571,10 @@ fn the_diff_summary_and_json_shape_of_a_fix_match_their_snapshots() {
     let mut report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Keyed by the outcomes the run happened to see.
     report["candidates"]["by_outcome"] = serde_json::json!({"<outcome>": 0});
+    // Keyed by the engine paths the candidates took, and why some left the fast path.
+    let paths = report["validation"]["paths"].as_object().unwrap();
+    assert!(!paths.is_empty() && paths.keys().all(|p| ["batch", "warm", "cold", "process"].contains(&p.as_str())));
+    report["validation"]["paths"] = serde_json::json!({"<path>": {"candidates": 0, "seconds": 0.0}});
+    report["validation"]["left_fast_path"] = serde_json::json!({"<reason>": 0});
     insta::assert_json_snapshot!("fix_json_shape", shape(&report));
 }

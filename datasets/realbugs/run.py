@@ -142,6 +142,8 @@ def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict
             res["baseline_failing_seen"] = seen[:10]
         res["loc_rank"] = loc_rank(report, meta)
         res["validated"] = (report.get("candidates") or {}).get("validated")
+        if report.get("validation"):
+            res["validation"] = report["validation"]
         res["warnings"] = report.get("warnings", [])[:5]
         if proc.returncode == 0 and report.get("patch"):
             res["fixed"] = True
@@ -214,11 +216,52 @@ def pass_tests_table(results: list[dict], timeout: int, title: str) -> str:
     return "\n".join(lines)
 
 
+PATHS = ("batch", "warm", "cold", "process", "container")
+
+
+def speed_table(results: list[dict], title: str) -> str:
+    """Validation speed per package: the median run's candidates/s, the share of candidates on
+    each engine path, the failing tests' own time (a floor per candidate) and the top reasons
+    for leaving the fast path. Runs whose binary reports no `validation` are left out."""
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        if (r.get("validation") or {}).get("seconds"):
+            groups.setdefault(r["package"], []).append(r)
+    if not groups:
+        return ""
+    groups["ALL"] = [r for rs in groups.values() for r in rs]
+    head = (f"{'package':<17}{'runs':>5}{'cand/s':>8}{'min':>7}" + "".join(f"{p:>7}" for p in PATHS)
+            + f"{'test ms':>9}  top reasons off the fast path")
+    lines = [f"{title}: validation speed (cand/s: median run; min: slowest run; path columns: share of candidates;"
+             f" test ms: median of the failing tests' own baseline time)", head, "-" * len(head)]
+    for name, rs in groups.items():
+        rates = [r["validation"]["candidates_per_second"] for r in rs]
+        counts = {p: 0 for p in PATHS}
+        reasons: dict[str, int] = {}
+        for r in rs:
+            for p, v in (r["validation"].get("paths") or {}).items():
+                counts[p] = counts.get(p, 0) + v["candidates"]
+            for why, n in (r["validation"].get("left_fast_path") or {}).items():
+                reasons[why] = reasons.get(why, 0) + n
+        total = max(1, sum(counts.values()))
+        test_ms = statistics.median([1000 * r["validation"].get("failing_tests_seconds", 0) for r in rs])
+        top = ", ".join(f"{why} {n}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
+        lines.append(f"{name:<17}{len(rs):>5}{statistics.median(rates):>8.1f}{min(rates):>7.1f}"
+                     + "".join(f"{100 * counts[p] / total:>6.0f}%" for p in PATHS)
+                     + f"{test_ms:>9.1f}  {top}")
+    return "\n".join(lines)
+
+
 def print_tables(summary: dict):
-    print(table(summary["results"], summary["timeout"], summary.get("title") or "realbugs"))
+    title = summary.get("title") or "realbugs"
+    print(table(summary["results"], summary["timeout"], title))
     if summary.get("pass_tests"):
         print()
-        print(pass_tests_table(summary["results"], summary["timeout"], summary.get("title") or "realbugs"))
+        print(pass_tests_table(summary["results"], summary["timeout"], title))
+    speed = speed_table(summary["results"], title)
+    if speed:
+        print()
+        print(speed)
 
 
 def pct(hits: int, n: int) -> str:

@@ -223,9 +223,10 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         }
         FixStatus::NotFixed => {
             eprintln!(
-                "no plausible patch: {tried} of {} candidates validated in {:.1}s ({} failing tests)",
+                "no plausible patch: {tried} of {} candidates validated in {:.1}s ({}; {} failing tests)",
                 outcome.candidates.len(),
                 outcome.elapsed.as_secs_f64(),
+                speed_line(&report.validation),
                 outcome.failing.len()
             );
             Ok(ExitCode::NotFixed)
@@ -237,12 +238,13 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 print!("{diff}");
             }
             eprintln!(
-                "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s; {}",
+                "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s ({}); {}",
                 best.patch.file,
                 best.line,
                 best.source.name(),
                 best.description,
                 outcome.elapsed.as_secs_f64(),
+                speed_line(&report.validation),
                 guard_line(&outcome.guard)
             );
             if let Some(ranking) = &report.ranking {
@@ -344,4 +346,9 @@ fn guard_line(guard: &deepdebug::repair::guard::GuardSummary) -> String {
         line.push_str(&format!(" ({left_out} left out: see the warnings)"));
     }
     line
+}
+
+/// Validation speed for the summary line: candidates per second and the hot-swapped share.
+fn speed_line(validation: &deepdebug::report::ValidationReport) -> String {
+    format!("{:.1} candidates/s, {:.0}% hot-swapped", validation.candidates_per_second, validation.fast_share * 100.0)
 }

@@ -19,6 +19,11 @@ Replies:  {"kind": "ready", "mode": "warm" | "cold", "tests": [...], "why": str,
           {"kind": "item", "id": n, "index": i, "status": waitstatus, "timed_out": bool,
            "ran": bool}                                        (a batch: once per request)
           {"kind": "done", "id": n, "status": waitstatus, "timed_out": bool}
+Each child writes {"kind": "engine-path", "path": "warm" | "cold", "why": reason} to its
+report first: a cold session's `why` names what kept the request off the warm path
+(`server-cold`, `no-swap`, `not-found`, `not-live`, `decorator`, `ambiguous`, `closure`,
+`test-not-collected`). Patched statements that CPython does not compile are answered on the
+warm path with the collection error a fresh session would report (no session runs).
 
 The child for a request is forked before the request arrives (after the previous answer), so
 the fork overlaps with the host's work; it reads the request from a pipe and prepares it. It says
@@ -242,10 +247,20 @@ def patched_code(swap, module, path, live):
         return compile(handle.read(), module.__file__, "exec")
 
 
+class Cold(str):
+    """Why a request cannot be hot-swapped; `detail`: the error that says so, when it is one
+    that every session of the patched project would meet."""
+
+    def __new__(cls, reason, detail=None):
+        self = super().__new__(cls, reason)
+        self.detail = detail
+        return self
+
+
 def swap_plan(swap):
     """The (live function, new code) pairs that give the functions of `swap` the code compiled
     from the patched source; [] when the module is not imported yet (it will be imported
-    from the patched file), None when the edit cannot be hot-swapped."""
+    from the patched file), or why the edit cannot be hot-swapped (a reason's name)."""
     path = os.path.join(_ROOT, swap["file"])
     module = _BY_FILE.get(os.path.realpath(path))
     if module is None:
@@ -253,16 +268,23 @@ def swap_plan(swap):
     live = [live_functions(module, qualname.split(".")) for qualname, _ in swap["functions"]]
     try:
         code = patched_code(swap, module, path, [f for found in live for f in found])
-    except Exception:  # e.g. a SyntaxError only CPython sees: the cold path reports it
-        return None
+    except Exception as exc:  # e.g. a SyntaxError only CPython sees
+        import traceback
+        return Cold("compile-error", "".join(traceback.format_exception_only(type(exc), exc)).strip())
     plan = []
     for (qualname, def_line), found in zip(swap["functions"], live):
         new = find_code(code, qualname.split("."), def_line)
         if new is None:
-            return None
+            return "not-found"
         targets = [f for f in found if f.__code__.co_name == new.co_name]
-        if len(targets) != 1 or targets[0].__code__.co_freevars != new.co_freevars:
-            return None
+        if not found:
+            return "not-live"
+        if not targets:
+            return "decorator"
+        if len(targets) != 1:
+            return "ambiguous"
+        if targets[0].__code__.co_freevars != new.co_freevars:
+            return "closure"
         plan.append((targets[0], new))
     return plan
 
@@ -285,21 +307,23 @@ _BY_ID = {}
 def prepare(request, session):
     """A request's settings, in the child that runs it: the plugin's settings and report file,
     the patched code and the selected items (from maps the server built once: a child pays for
-    each page it writes). Returns (swap plan, items) for the warm path or None."""
+    each page it writes). Returns (swap plan, items) for the warm path, or why it runs cold."""
     deepdebug_plugin.configure(report=request["report"], timeout=request.get("timeout", 0),
                                cpu=request.get("cpu", 0), coverage=False,
                                frames=request.get("frames", True))
     swap = request.get("swap")
-    if session is None or swap is None:
-        return None
+    if session is None:
+        return "server-cold"
+    if swap is None:
+        return "no-swap"
     plan = swap_plan(swap)
-    if plan is None:
-        return None
+    if isinstance(plan, str):
+        return plan
     wanted = request.get("nodeids")
     if wanted is None:
         return plan, list(_BY_ID.values())
     selected = [_BY_ID[n] for n in wanted if n in _BY_ID]
-    return (plan, selected) if len(selected) == len(wanted) else None
+    return (plan, selected) if len(selected) == len(wanted) else "test-not-collected"
 
 
 # The pid of the request's child, in that child (a process a test forks is not it).
@@ -377,7 +401,14 @@ def hand_over(send, request):
 
 
 def child(request, warm, done):
-    if warm is not None:
+    if getattr(warm, "detail", None) is not None:
+        # The patched statements do not compile: a fresh session would fail to import the
+        # module, so the child reports that collection error without starting one.
+        deepdebug_plugin._emit({"kind": "engine-path", "path": "warm"})
+        deepdebug_plugin._emit({"kind": "collect-error", "nodeid": request["swap"]["file"], "message": warm.detail})
+        deepdebug_plugin._emit({"kind": "session-finish", "exitstatus": 2})
+        finished(done)
+    if not isinstance(warm, str):
         plan, selected = warm
         for function, code in plan:
             function.__code__ = code
@@ -385,7 +416,7 @@ def child(request, warm, done):
         run_items(selected, request.get("exit_first", False))
         finished(done)
     # Cold path: forget the project's modules and run a fresh pytest session on the files.
-    deepdebug_plugin._emit({"kind": "engine-path", "path": "cold"})
+    deepdebug_plugin._emit({"kind": "engine-path", "path": "cold", "why": warm})
     for name in project_modules():
         del sys.modules[name]
     args = list(_BASE_ARGS)
@@ -571,8 +602,8 @@ def run_batch(request, session, done):
     state = rnd.getstate() if rnd is not None and hasattr(rnd, "getstate") else None
     for index in range(request["start"], len(items)):
         item = items[index]
-        warm = None if end and time.monotonic() > end else prepare(item, session)
-        if warm is None or not warm[0]:
+        warm = "time-up" if end and time.monotonic() > end else prepare(item, session)
+        if isinstance(warm, str) or not warm[0]:
             tell(done, b"d")
             continue
         plan, selected = warm

@@ -157,9 +157,12 @@ enum Record {
     CollectCoverage {
         coverage: BTreeMap<String, Vec<usize>>,
     },
-    /// Written by fork-server children: `warm` (hot-swapped) or `cold` (fresh session).
+    /// Written by fork-server children: `warm` (hot-swapped) or `cold` (fresh session), and
+    /// for a cold one why it was not hot-swapped.
     EnginePath {
         path: String,
+        #[serde(default)]
+        why: Option<String>,
     },
 }
 
@@ -177,6 +180,8 @@ pub struct Session {
     pub output_tail: String,
     /// For fork-server sessions: whether the child hot-swapped code (`true`) or re-collected.
     pub warm: Option<bool>,
+    /// For a fork-server session run cold: the server's name for why (`forkserver.py`).
+    pub cold_why: Option<String>,
     /// Lines executed at collection time (module imports), with coverage on.
     pub collect_coverage: BTreeMap<String, Vec<usize>>,
 }
@@ -191,6 +196,7 @@ impl Session {
             elapsed,
             output_tail: String::new(),
             warm: None,
+            cold_why: None,
             collect_coverage: BTreeMap::new(),
         }
     }
@@ -202,7 +208,10 @@ impl Session {
                 Ok(Record::Test(t)) => self.tests.push(*t),
                 Ok(Record::CollectError(e)) => self.collect_errors.push(e),
                 Ok(Record::SessionFinish { exitstatus }) => self.exit_status = Some(exitstatus),
-                Ok(Record::EnginePath { path }) => self.warm = Some(path == "warm"),
+                Ok(Record::EnginePath { path, why }) => {
+                    self.warm = Some(path == "warm");
+                    self.cold_why = why.filter(|_| path != "warm");
+                }
                 Ok(Record::CollectCoverage { coverage }) => self.collect_coverage = coverage,
                 Err(_) => {}
             }

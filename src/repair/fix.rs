@@ -209,6 +209,8 @@ pub struct FixOutcome {
     pub baseline_elapsed: Duration,
     /// From the end of the baseline to the first validation result (`None`: none came).
     pub first_validation: Option<Duration>,
+    /// Wall time of the validation rounds (what candidates per second divide by).
+    pub validation_elapsed: Duration,
     pub search_end: SearchEnd,
     /// What the language-model source did (`None`: it was off).
     pub lm: Option<ClozeStats>,
@@ -405,6 +407,7 @@ impl FixOutcome {
         self.first_validation =
             run.first_validated.map(|t| t.saturating_duration_since(start).saturating_sub(self.baseline_elapsed));
         self.validated = search.validated();
+        self.validation_elapsed = run.validating;
         self.lm = handles.lm.map(|stats| stats.lock().expect("cloze stats").clone());
         if let Some(err) = self.lm.as_ref().and_then(|lm| lm.error.as_ref()) {
             self.warnings.push(format!("language-model candidates stopped: {err}"));
@@ -704,6 +707,7 @@ impl FixOutcome {
             elapsed: baseline_elapsed,
             baseline_elapsed,
             first_validation: None,
+            validation_elapsed: Duration::ZERO,
             search_end: SearchEnd::NotStarted,
             lm: None,
             baseline,
@@ -797,6 +801,8 @@ struct SearchRun<'r, 'p> {
     startup: Duration,
     /// Baseline-passing tests that guarded the confirmed patch.
     guarded: Option<usize>,
+    /// Wall time spent in validation rounds.
+    validating: Duration,
     /// What the chosen plausible patches' functions return on the tests' inputs.
     returns: ReturnCheck<'r>,
     /// The behavioural anti-patterns of every plausible patch checked so far (empty: none).
@@ -810,6 +816,7 @@ struct RunResults {
     first_validated: Option<Instant>,
     guarded: Option<usize>,
     behaviour: HashMap<CandidateId, Vec<AntiPattern>>,
+    validating: Duration,
 }
 
 impl<'r, 'p> SearchRun<'r, 'p> {
@@ -843,6 +850,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             timeout,
             startup,
             guarded: None,
+            validating: Duration::ZERO,
             returns: ReturnCheck::new(pytest, project.root(), per_test),
             behaviour: HashMap::new(),
         }
@@ -855,6 +863,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             first_validated: self.first_validated.into_inner(),
             guarded: self.guarded,
             behaviour: self.behaviour,
+            validating: self.validating,
         }
     }
 
@@ -955,7 +964,10 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             }
             LabEvent::Note(note) => push_note(notes, note),
         };
-        let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward)?;
+        let started = Instant::now();
+        let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward);
+        self.validating += started.elapsed();
+        let round = round?;
         Ok(round.iter().filter(|v| v.outcome.is_plausible()).count())
     }
 

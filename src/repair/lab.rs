@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod batch;
+pub mod path;
+
+pub use path::{EnginePath, OffPath, PathTaken, PathTotals};
 
 /// The result of validating one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +114,8 @@ pub struct Validated {
     pub candidate_id: CandidateId,
     pub outcome: CandidateOutcome,
     pub elapsed: Duration,
+    /// The engine path of its first session, and why it was not hot-swapped.
+    pub path: PathTaken,
 }
 
 /// Timeouts derived from the baseline run.
@@ -809,6 +814,11 @@ impl<'a> Worker<'a> {
         let original = std::fs::read(&path).map_err(LabError::Write)?;
         std::fs::write(&path, &candidate.patched_text).map_err(LabError::Write)?;
         let focus = candidate.focus.as_ref().filter(|f| !self.config.runs_at_import(file, f));
+        let host_why = match (&candidate.focus, focus) {
+            (_, Some(_)) => None,
+            (Some(_), None) => Some(OffPath::ImportTime),
+            (None, None) => Some(path::outside_functions(candidate)),
+        };
         let swap = focus.map(|f| swap_of(file, f, &candidate.patched_text));
         let config = self.config;
         let affected = focus.map(|f| {
@@ -821,8 +831,9 @@ impl<'a> Worker<'a> {
         let cpu = if lenient { self.config.timeouts.per_test } else { self.config.timeouts.per_test_cpu };
         let judged = self.judge(swap.as_ref(), affected.as_deref(), cpu);
         std::fs::write(&path, &original).map_err(LabError::Write)?;
-        let (outcome, cpu_limited) = judged?;
-        Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed() }, cpu_limited))
+        let (outcome, cpu_limited, first) = judged?;
+        let taken = PathTaken::of_session(&first, self.pytest.sandbox().is_container(), host_why);
+        Ok((Validated { candidate_id: candidate.id, outcome, elapsed: start.elapsed(), path: taken }, cpu_limited))
     }
 
     /// A session of `tests` (`None`: the whole selection, `count` tests) under the run's
@@ -869,16 +880,19 @@ impl<'a> Worker<'a> {
         swap: Option<&Swap>,
         affected: Option<&[String]>,
         cpu: Duration,
-    ) -> Result<(CandidateOutcome, bool), LabError> {
+    ) -> Result<(CandidateOutcome, bool, Session), LabError> {
         let config = self.config;
         let (tests, failing_only) = self.first_tests(affected);
         let first = self.session(&self.request(Some(&tests), tests.len(), swap, cpu))?;
         match self.first_verdict(&first, &tests, failing_only) {
-            Some(outcome) => Ok((outcome, self.cpu_limited_failing(&first))),
+            Some(outcome) => {
+                let cpu_limited = self.cpu_limited_failing(&first);
+                Ok((outcome, cpu_limited, first))
+            }
             None => {
                 let expected: Vec<String> = config.passing.iter().chain(&config.failing).cloned().collect();
                 let full = self.session(&self.request(None, config.total_tests, swap, cpu))?;
-                Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false))
+                Ok((self.verdict(&full, &expected, false).unwrap_or(CandidateOutcome::Plausible), false, first))
             }
         }
     }

@@ -1,6 +1,6 @@
 //! A worker validating several candidates per forked child (the `batch` engine).
 
-use super::{fallback, swap_of, Engine, EngineChoice, LabError, LabEvent, Validated, Worker};
+use super::{fallback, swap_of, Engine, EngineChoice, LabError, LabEvent, PathTaken, Validated, Worker};
 use crate::pytest::server::{BatchItem, Request, ServerMode, Swap};
 use crate::repair::candidate::Candidate;
 use std::sync::Arc;
@@ -114,7 +114,8 @@ impl Worker<'_> {
         for (&i, item) in indices.iter().zip(items) {
             let (BatchItem::Ran(session), Some(plan)) = (item, &planned[i]) else { continue };
             let Some(outcome) = self.first_verdict(&session, &plan.tests, plan.failing_only) else { continue };
-            let validated = Validated { candidate_id: candidates[i].id, outcome, elapsed: session.elapsed };
+            let validated =
+                Validated { candidate_id: candidates[i].id, outcome, elapsed: session.elapsed, path: PathTaken::BATCH };
             results[i] = Some((validated, self.cpu_limited_failing(&session)));
         }
         Ok(())

@@ -70,7 +70,12 @@ fn take(search: &mut Search<'_>) -> Arc<Candidate> {
 
 fn failed(search: &mut Search<'_>, c: &Candidate) {
     let outcome = CandidateOutcome::StillFailing { failing: vec!["t".into()], fixed: 0 };
-    search.record(&Validated { candidate_id: c.id, outcome, elapsed: Duration::from_millis(10) });
+    search.record(&Validated {
+        candidate_id: c.id,
+        outcome,
+        elapsed: Duration::from_millis(10),
+        path: crate::repair::lab::PathTaken::BATCH,
+    });
 }
 
 fn later() -> Instant {
@@ -192,7 +197,12 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
         }
         let outcome = CandidateOutcome::StillFailing { failing: vec!["t2".into()], fixed: 1 };
         assert!(!outcome.is_partial_fix(c.source), "no progress over the seed");
-        search.record(&Validated { candidate_id: c.id, outcome, elapsed: Duration::from_millis(10) });
+        search.record(&Validated {
+            candidate_id: c.id,
+            outcome,
+            elapsed: Duration::from_millis(10),
+            path: crate::repair::lab::PathTaken::BATCH,
+        });
     }
     // Counted as failures, the combinations' weight 1 / (0.02 n + 1) falls below 0.1 / 0.2
     // after 50 of them; counted as hits it would rise with each one and the operator would
