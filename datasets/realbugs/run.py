@@ -230,7 +230,7 @@ def speed_table(results: list[dict], title: str) -> str:
     if not groups:
         return ""
     groups["ALL"] = [r for rs in groups.values() for r in rs]
-    head = (f"{'package':<17}{'runs':>5}{'cand/s':>8}{'min':>7}" + "".join(f"{p:>7}" for p in PATHS)
+    head = (f"{'package':<17}{'runs':>5}{'cand/s':>8}{'min':>7}" + "".join(f"{p:>10}" for p in PATHS)
             + f"{'test ms':>9}  top reasons off the fast path")
     lines = [f"{title}: validation speed (cand/s: median run; min: slowest run; path columns: share of candidates;"
              f" test ms: median of the failing tests' own baseline time)", head, "-" * len(head)]
@@ -247,7 +247,7 @@ def speed_table(results: list[dict], title: str) -> str:
         test_ms = statistics.median([1000 * r["validation"].get("failing_tests_seconds", 0) for r in rs])
         top = ", ".join(f"{why} {n}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
         lines.append(f"{name:<17}{len(rs):>5}{statistics.median(rates):>8.1f}{min(rates):>7.1f}"
-                     + "".join(f"{100 * counts[p] / total:>6.0f}%" for p in PATHS)
+                     + "".join(f"{100 * counts[p] / total:>9.0f}%" for p in PATHS)
                      + f"{test_ms:>9.1f}  {top}")
     return "\n".join(lines)
 

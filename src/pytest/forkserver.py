@@ -438,7 +438,9 @@ def child(request, warm, done):
 # threads, cwd, environment and `sys.path`) before it takes the next request. It tells the
 # server about each request with one byte on its `done` pipe: `e` ran, `d` not run here (it
 # needs the patched file on disk or a cold session, or the batch's time is up), `s` ran and
-# left state behind (the child exits; the rest goes to a fresh child), `.` all done.
+# left state behind (the child exits; the rest goes to a fresh child), `.` all done. State a
+# request changed in the watched containers (a memo filled, a class attribute set) is put back
+# from the server's `Snapshot` first; only what cannot be put back ends the child.
 
 
 class _TooBig(Exception):
@@ -467,6 +469,8 @@ class Watch:
 
     def __init__(self):
         self.mappings, self.sequences, self.functions, self.caches, self.buffers = [], [], [], [], []
+        # The class of each watched class-attribute proxy, by the proxy's position in `mappings`.
+        self.owners = {}
         self.seen = set()
         self.budget = _WATCH_BUDGET
 
@@ -493,7 +497,10 @@ class Watch:
             # Most functions have no attributes: their count is compared instead of a dict.
             children = (value.__dict__ or None, value.__defaults__, value.__kwdefaults__)
         elif isinstance(value, type):
-            children = (vars(value),) if value.__module__ in _PROJECT_NAMES else ()
+            children = ()
+            if value.__module__ in _PROJECT_NAMES:
+                self.owners[len(self.mappings)] = value  # the proxy added next is its
+                children = (vars(value),)
         elif type(value).__name__ == "_lru_cache_wrapper":  # functools.lru_cache / cache
             self.caches.append(value)
             children = (value.__wrapped__,)
@@ -537,8 +544,82 @@ _ENVIRON = getattr(os.environ, "_data", os.environ)
 # Taken in the server before it forks (None: batches run one request per child).
 _WATCH = None
 _BASE = None
+_SNAPSHOT = None
 _PROJECT_NAMES = frozenset()
 _BASE_MODULES = frozenset()
+
+
+class Snapshot:
+    """The contents of everything a [`Watch`] watches, taken in the server: a batch child puts
+    them back after a request that changed them (a cache filled, a class attribute set), so
+    that the next request starts from the state a fresh child has, as far as the fingerprint
+    can tell."""
+
+    def __init__(self, watch):
+        self.mappings = [dict(m) for m in watch.mappings]
+        self.sequences = [list(q) for q in watch.sequences]
+        self.attributes = [len(f.__dict__) for f in watch.functions]
+        self.caches = [c.cache_info().currsize for c in watch.caches]
+        self.buffers = [bytes(b) for b in watch.buffers]
+
+    def restore(self, watch):
+        for index, (mapping, saved) in enumerate(zip(watch.mappings, self.mappings)):
+            if not same_entries(mapping, saved):
+                put_back(mapping, saved, watch.owners.get(index))
+        for sequence, saved in zip(watch.sequences, self.sequences):
+            if len(sequence) != len(saved) or any(a is not b for a, b in zip(sequence, saved)):
+                if isinstance(sequence, list):
+                    sequence[:] = saved
+                elif isinstance(sequence, collections.deque):
+                    sequence.clear()
+                    sequence.extend(saved)
+                else:
+                    sequence.clear()
+                    sequence.update(saved)
+        for function, count in zip(watch.functions, self.attributes):
+            if count == 0 and function.__dict__:
+                function.__dict__.clear()
+        for cache, size in zip(watch.caches, self.caches):
+            if size == 0 and cache.cache_info().currsize:
+                cache.cache_clear()
+        for buffer, saved in zip(watch.buffers, self.buffers):
+            if buffer != saved:
+                buffer[:] = saved
+
+
+def same_entries(mapping, saved):
+    if len(mapping) != len(saved):
+        return False
+    for key, value in mapping.items():
+        if saved.get(key, saved) is not value:
+            return False
+    return True
+
+
+def put_back(mapping, saved, owner):
+    """Give `mapping` the entries `saved` again: in place for a dict, through the class's
+    attributes for a class's proxy (what cannot be set stays, and the fingerprint says so)."""
+    if owner is None:
+        for key in [k for k in mapping if k not in saved]:
+            del mapping[key]
+        if list(mapping) != list(saved):  # entries removed: put the whole dict back in order
+            mapping.clear()
+            mapping.update(saved)
+        for key, value in saved.items():
+            if mapping[key] is not value:
+                mapping[key] = value
+        return
+    for key in [k for k in mapping if k not in saved]:
+        try:
+            delattr(owner, key)
+        except (AttributeError, TypeError):
+            pass
+    for key, value in saved.items():
+        if mapping.get(key, saved) is not value:
+            try:
+                setattr(owner, key, value)
+            except (AttributeError, TypeError):
+                pass
 
 
 def forget_warning_registries():
@@ -550,7 +631,7 @@ def forget_warning_registries():
 
 def take_base():
     """The server's fingerprint, if it is cheap enough to check after every request."""
-    global _WATCH, _BASE, _PROJECT_NAMES, _BASE_MODULES
+    global _WATCH, _BASE, _SNAPSHOT, _PROJECT_NAMES, _BASE_MODULES
     _PROJECT_NAMES = frozenset(m.__name__ for m in _BY_FILE.values())
     _BASE_MODULES = frozenset(sys.modules)
     forget_warning_registries()
@@ -564,7 +645,7 @@ def take_base():
     start = time.perf_counter()
     base = watch.fingerprint()
     if time.perf_counter() - start <= _FINGERPRINT_SLOW:
-        _WATCH, _BASE = watch, base
+        _WATCH, _BASE, _SNAPSHOT = watch, base, Snapshot(watch)
 
 
 def state_left_behind():
@@ -585,6 +666,17 @@ def state_left_behind():
         return _WATCH.fingerprint() != _BASE
     except RuntimeError:  # a container changed size while being walked
         return True
+
+
+def restored():
+    """Put back what the last request changed of the watched state; whether the fingerprint
+    is the server's again (new project modules, process-wide state and whatever could not be
+    set back end the child instead)."""
+    try:
+        _SNAPSHOT.restore(_WATCH)
+    except Exception:  # a container that refuses its old entries: a fresh child is safer
+        return False
+    return not state_left_behind()
 
 
 def tell(done, word):
@@ -625,7 +717,7 @@ def run_batch(request, session, done):
                 function.__code__ = code
             if state is not None:
                 rnd.setstate(state)
-        if not torn_down or state_left_behind():
+        if not torn_down or (state_left_behind() and not restored()):
             tell(done, b"s")
             os._exit(0)
         tell(done, b"e")

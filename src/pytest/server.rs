@@ -598,6 +598,31 @@ mod tests {
     }
 
     #[test]
+    fn a_method_swapped_from_its_chunk_keeps_name_mangling_super_and_the_modules_future_flags() {
+        use crate::patch::{Edit, Patch};
+        use crate::python::Parsed;
+        let module = "from __future__ import annotations\n\nclass Base:\n    def grow(self, x):\n        return x\n\nclass Box(Base):\n    __scale = 2\n\n    def other(self):\n        return 0\n\n    def grow(self, x):\n        def double(y: Missing) -> int:\n            return y * self.__scale\n        return super().grow(double(x)) + 1\n";
+        let tests = "from box import Box\n\ndef test_grow():\n    assert Box().grow(3) == 6\n";
+        let dir = project(&[("box.py", module), ("test_box.py", tests)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        // A deletion at the very end of the body.
+        let at = module.find(" + 1").unwrap();
+        let patch = Patch::single("box.py", Edit::replacement(at..at + 4, ""));
+        let patched = patch.apply(module);
+        let focus =
+            crate::repair::candidate::focus(&patch, &Parsed::new(module), &Parsed::new(patched.as_str())).unwrap();
+        let (first, source) = focus.swap_source(&patched);
+        assert_eq!(first, 12, "{source}");
+        assert!(source.starts_with("class Box:\n    def grow") && !source.contains("other"), "{source}");
+        let swap = Swap { file: "box.py".into(), functions: focus.functions.clone(), source: Some((first, source)) };
+        let grow = vec!["test_box.py::test_grow".to_string()];
+        let s = server.run(&request(Some(&grow), Some(swap))).unwrap();
+        assert_eq!(s.warm, Some(true));
+        assert_eq!(s.tests[0].outcome, TestOutcome::Passed, "{:?}", s.tests[0].failure);
+    }
+
+    #[test]
     fn failure_frames_are_left_out_unless_asked_for_and_a_swap_only_cpython_rejects_runs_cold() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();

@@ -9,6 +9,8 @@ use crate::project::Project;
 use crate::python::Parsed;
 use std::collections::{HashMap, HashSet};
 
+pub mod chunk;
+
 /// A candidate's stable identity within one search: its admission order, never renumbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct CandidateId(pub usize);
@@ -97,9 +99,23 @@ pub struct Focus {
     /// 1-based inclusive line range, in the patched text, of the module-level statements that
     /// hold those functions: compiling these lines alone gives their code.
     pub statement_lines: (usize, usize),
+    /// The functions' own lines under stand-in headers of their blocks ([`chunk`]): a much
+    /// smaller source than the statements (a method of a 1,500-line class compiles in 0.2 ms
+    /// instead of 9). `None` where they do not fit.
+    pub chunks: Option<Vec<chunk::Chunk>>,
 }
 
 impl Focus {
+    /// What a hot swap compiles to get the functions' code, as (1-based first line, text): their
+    /// chunks when they fit, else the module-level statements that hold them.
+    #[must_use]
+    pub fn swap_source(&self, patched_text: &str) -> (usize, String) {
+        match &self.chunks {
+            Some(chunks) => chunk::source(chunks, patched_text),
+            None => (self.statement_lines.0, self.statements(patched_text).to_string()),
+        }
+    }
+
     /// The lines of `patched_text` named by [`Focus::statement_lines`] (line ends kept).
     #[must_use]
     pub fn statements<'t>(&self, patched_text: &'t str) -> &'t str {
@@ -121,7 +137,13 @@ fn line_start(text: &str, line: usize) -> usize {
 /// The [`Focus`] of `patch`, given the original file and the patched text.
 #[must_use]
 pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus> {
-    let mut focus = Focus { functions: Vec::new(), original_body_lines: Vec::new(), statement_lines: (usize::MAX, 0) };
+    let mut focus = Focus {
+        functions: Vec::new(),
+        original_body_lines: Vec::new(),
+        statement_lines: (usize::MAX, 0),
+        chunks: None,
+    };
+    let mut defs = Vec::new();
     let mut shift: isize = 0;
     for edit in patch.edits() {
         let old = crate::python::outermost_enclosing(original, edit.range.start, edit.range.end)?;
@@ -129,7 +151,13 @@ pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus
         let start = edit.range.start.checked_add_signed(shift)?;
         let end = start + edit.content.len();
         shift += edit.content.len() as isize - edit.range.len() as isize;
-        let new = crate::python::outermost_enclosing(patched, start, end)?;
+        // A deletion at the end of a body leaves an empty range just past it in the patched text.
+        let new = crate::python::outermost_enclosing(patched, start, end).or_else(|| {
+            (start == end)
+                .then(|| start.checked_sub(1))
+                .flatten()
+                .and_then(|at| crate::python::outermost_enclosing(patched, at, at))
+        })?;
         let entry = (new.qualname.clone(), new.start_line);
         if !focus.functions.contains(&entry) {
             focus.functions.push(entry);
@@ -138,8 +166,10 @@ pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus
             focus.original_body_lines.push((body_start, old.end_line));
             let (first, last) = module_statement_lines(patched, new.byte_range.start)?;
             focus.statement_lines = (focus.statement_lines.0.min(first), focus.statement_lines.1.max(last));
+            defs.push(new);
         }
     }
+    focus.chunks = chunk::chunks(patched, &defs.iter().collect::<Vec<_>>());
     Some(focus)
 }
 

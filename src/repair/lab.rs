@@ -970,14 +970,10 @@ impl<'a> Worker<'a> {
 }
 
 /// The hot swap of `focus`'s functions in `file`, patched to `patched_text`: the child compiles
-/// only the module-level statements that hold them (compiling a whole large module cost a
-/// child more than running its test).
+/// only the functions under stand-ins of their blocks, or the module-level statements that hold
+/// them (compiling a whole large module, or class, cost a child more than running its test).
 fn swap_of(file: &str, focus: &Focus, patched_text: &str) -> Swap {
-    Swap {
-        file: file.to_string(),
-        functions: focus.functions.clone(),
-        source: Some((focus.statement_lines.0, focus.statements(patched_text).to_string())),
-    }
+    Swap { file: file.to_string(), functions: focus.functions.clone(), source: Some(focus.swap_source(patched_text)) }
 }
 
 /// What validation falls back to without a fork server.
