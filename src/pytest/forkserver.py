@@ -209,13 +209,16 @@ def live_functions(module, path):
             if value is not None:
                 nxt.append(value)
         objs = nxt
-    out = []
+    out, found = [], set()
     for obj in objs:
         for candidate in (obj, getattr(obj, "__func__", None), getattr(obj, "fget", None),
                           getattr(obj, "fset", None), getattr(obj, "fdel", None)):
             seen = 0
             while candidate is not None and seen < 10:
-                if hasattr(candidate, "__code__"):
+                # A classmethod or staticmethod reaches its function twice (`__func__`, and
+                # `__wrapped__` since Python 3.10): once is enough.
+                if hasattr(candidate, "__code__") and id(candidate) not in found:
+                    found.add(id(candidate))
                     out.append(candidate)
                 candidate = getattr(candidate, "__wrapped__", None)
                 seen += 1

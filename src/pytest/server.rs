@@ -623,6 +623,39 @@ mod tests {
     }
 
     #[test]
+    fn class_and_static_methods_properties_and_wrapped_or_cached_functions_are_hot_swapped() {
+        use crate::patch::{Edit, Patch};
+        use crate::python::Parsed;
+        let module = "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n        return f(*a, **k)\n    return wrapper\n\nclass Shape:\n    def __init__(self, side):\n        self.side = side\n\n    @classmethod\n    def unit(cls):\n        return cls(2)\n\n    @staticmethod\n    def double(x):\n        return x * 3\n\n    @property\n    def area(self):\n        return self.side * self.side + 1\n\n    @logged\n    def grow(self, n):\n        return self.side + n + 1\n\n@functools.lru_cache(maxsize=None)\ndef cube(x):\n    return x * x\n";
+        let tests = "from shape import Shape, cube\n\ndef test_unit():\n    assert Shape.unit().side == 1\n\ndef test_double():\n    assert Shape.double(2) == 4\n\ndef test_area():\n    assert Shape(3).area == 9\n\ndef test_grow():\n    assert Shape(1).grow(1) == 2\n\ndef test_cube():\n    assert cube(2) == 8\n";
+        let dir = project(&[("shape.py", module), ("test_shape.py", tests)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        for (needle, fixed, test) in [
+            ("cls(2)", "cls(1)", "test_unit"),
+            ("x * 3", "x * 2", "test_double"),
+            ("self.side + 1", "self.side", "test_area"),
+            ("n + 1", "n", "test_grow"),
+            ("return x * x", "return x * x * x", "test_cube"),
+        ] {
+            let at = module.find(needle).unwrap();
+            let patch = Patch::single("shape.py", Edit::replacement(at..at + needle.len(), fixed));
+            let patched = patch.apply(module);
+            let focus =
+                crate::repair::candidate::focus(&patch, &Parsed::new(module), &Parsed::new(patched.as_str())).unwrap();
+            let swap = Swap {
+                file: "shape.py".into(),
+                functions: focus.functions.clone(),
+                source: Some(focus.swap_source(&patched)),
+            };
+            let nodeid = vec![format!("test_shape.py::{test}")];
+            let s = server.run(&request(Some(&nodeid), Some(swap))).unwrap();
+            assert_eq!((s.warm, s.cold_why.as_deref()), (Some(true), None), "{test}");
+            assert_eq!(s.tests[0].outcome, TestOutcome::Passed, "{test}: {:?}", s.tests[0].failure);
+        }
+    }
+
+    #[test]
     fn failure_frames_are_left_out_unless_asked_for_and_a_swap_only_cpython_rejects_runs_cold() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();

@@ -134,6 +134,24 @@ fn line_start(text: &str, line: usize) -> usize {
     text.match_indices('\n').nth(line - 2).map_or(text.len(), |(i, _)| i + 1)
 }
 
+/// The byte range of `content` (placed at `start..end`) without its leading and trailing
+/// whitespace; an empty range at `start` when it is all whitespace.
+fn trimmed(content: &str, start: usize, end: usize) -> (usize, usize) {
+    let code = content.trim();
+    if code.is_empty() {
+        return (start, start);
+    }
+    let lead = content.len() - content.trim_start().len();
+    debug_assert!(start + lead + code.len() <= end);
+    (start + lead, start + lead + code.len())
+}
+
+/// The last byte before `at` that is not whitespace.
+fn last_code_byte(parsed: &Parsed, at: usize) -> Option<usize> {
+    let text = parsed.text().as_bytes();
+    text[..at.min(text.len())].iter().rposition(|b| !b.is_ascii_whitespace())
+}
+
 /// The [`Focus`] of `patch`, given the original file and the patched text.
 #[must_use]
 pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus> {
@@ -146,17 +164,27 @@ pub fn focus(patch: &Patch, original: &Parsed, patched: &Parsed) -> Option<Focus
     let mut defs = Vec::new();
     let mut shift: isize = 0;
     for edit in patch.edits() {
-        let old = crate::python::outermost_enclosing(original, edit.range.start, edit.range.end)?;
         // Position of the edit in the patched text.
         let start = edit.range.start.checked_add_signed(shift)?;
         let end = start + edit.content.len();
         shift += edit.content.len() as isize - edit.range.len() as isize;
-        // A deletion at the end of a body leaves an empty range just past it in the patched text.
+        // The new code without the line breaks and indentation around it; a deletion at the end
+        // of a body leaves an empty range just past it in the patched text.
+        let (start, end) = trimmed(&edit.content, start, end);
         let new = crate::python::outermost_enclosing(patched, start, end).or_else(|| {
             (start == end)
-                .then(|| start.checked_sub(1))
+                .then(|| last_code_byte(patched, start))
                 .flatten()
                 .and_then(|at| crate::python::outermost_enclosing(patched, at, at))
+        })?;
+        // A line inserted after a body's last line starts past that body in the original: the
+        // patched tree says whose body it joined.
+        let old = crate::python::outermost_enclosing(original, edit.range.start, edit.range.end).or_else(|| {
+            (edit.range.is_empty())
+                .then(|| last_code_byte(original, edit.range.start))
+                .flatten()
+                .and_then(|at| crate::python::outermost_enclosing(original, at, at))
+                .filter(|old| old.qualname == new.qualname)
         })?;
         let entry = (new.qualname.clone(), new.start_line);
         if !focus.functions.contains(&entry) {
@@ -719,6 +747,26 @@ mod tests {
         let at = text.find("%Y").unwrap();
         assert_eq!(deleted_calls(text, &Patch::single("m.py", Edit::replacement(at..at + 8, "%Y-%m-%d"))), 0);
         assert_eq!(deleted_calls("x = f (1) + g(2)", &Patch::single("m.py", Edit::replacement(0..16, "x = 1(2)"))), 2);
+    }
+
+    #[test]
+    fn lines_inserted_after_a_body_and_deleted_at_its_end_keep_the_functions_focus() {
+        let text = "class Box:\n    def area(self):\n        x = self.w\n        self.log(x)\n\n    size = 1\n";
+        let original = Parsed::new(text);
+        let after_body = text.find("\n\n    size").unwrap() + 1;
+        let check = |edit: Edit| {
+            let patch = Patch::single("m.py", edit);
+            let patched_text = patch.apply(text);
+            focus(&patch, &original, &Parsed::new(patched_text.as_str())).map(|f| f.functions)
+        };
+        let area = Some(vec![("Box.area".to_string(), 2)]);
+        // A `return x` inserted as the body's new last line, at the start of the next line.
+        assert_eq!(check(Edit::insertion(after_body, "        return x\n")), area);
+        // The body's last call deleted up to its end.
+        let call = text.find("\n        self.log(x)").unwrap();
+        assert_eq!(check(Edit::replacement(call..call + "\n        self.log(x)".len(), "")), area);
+        // A class attribute inserted at the same place is no edit of the method.
+        assert_eq!(check(Edit::insertion(after_body, "    count = 0\n")), None);
     }
 
     #[test]
