@@ -3,7 +3,7 @@
 
 use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};
-use deepdebug::pytest::{Pytest, RunSpec, Session};
+use deepdebug::pytest::{Pytest, RunSpec, Session, TestRun};
 use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
 use deepdebug::repair::priors::Priors;
@@ -97,8 +97,10 @@ fn measure(
     );
     let mut each: Vec<f64> = validated.iter().map(|v| v.elapsed.as_secs_f64() * 1000.0).collect();
     each.sort_by(f64::total_cmp);
+    let fast = validated.iter().filter(|v| v.path.path.is_fast()).count();
     Measure {
         per_second: validated.len() as f64 / elapsed,
+        fast_share: fast as f64 / validated.len().max(1) as f64,
         median_ms: each.get(each.len() / 2).copied().unwrap_or(0.0),
         outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
         details: validated.iter().map(|v| format!("{:?}", v.outcome)).collect(),
@@ -146,6 +148,8 @@ fn docker_row(candidates_per_run: usize) {
 
 struct Measure {
     per_second: f64,
+    /// Share of the candidates hot-swapped (`batch` or `warm` engine path).
+    fast_share: f64,
     /// Median time to validate one candidate, in milliseconds (engine start-up excluded).
     median_ms: f64,
     outcomes: Vec<&'static str>,
@@ -266,6 +270,7 @@ fn main() {
          whose rate does not depend on the count"
     );
     leaky_row(&pytest, cores);
+    real_rows(candidates_per_run, cores);
     docker_row(candidates_per_run);
     if let Some((count, ratio)) = medium_long {
         println!("validation speedup: {ratio:.1}x (batch engine, all cores, {count} candidates, medium project)");
@@ -328,5 +333,87 @@ fn leaky_row(pytest: &Pytest, cores: usize) {
         candidates.len(),
         batch.per_second,
         fork.per_second
+    );
+}
+
+/// Real projects as found: the first bug of each package of the legacy real-bug suite
+/// (`datasets/legacy`, built into `LEGACY_DIR`, default `/work/legacybugs`; skipped when it is
+/// not built), with the failing tests' files as the selection. The batch engine on every core
+/// must judge each candidate as one pytest process per candidate does.
+fn real_rows(candidates_per_run: usize, cores: usize) {
+    let suite = std::path::PathBuf::from(std::env::var("LEGACY_DIR").unwrap_or_else(|_| "/work/legacybugs".into()));
+    let Ok(manifest) = std::fs::read_to_string(suite.join("manifest.json")) else {
+        println!("real projects: skipped (no legacy suite at {}; see datasets/legacy/README.md)", suite.display());
+        return;
+    };
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let mut packages = HashSet::new();
+    println!(
+        "real projects (legacy suite, first bug per package, {candidates_per_run} candidates): {:<14} {:>6} {:>13} {:>9} {:>7} {:>6}",
+        "bug", "tests", "subprocess/s", "batch/s", "ratio", "fast"
+    );
+    for bug in manifest["bugs"].as_array().unwrap() {
+        let id = bug["id"].as_str().unwrap();
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(suite.join("meta").join(format!("{id}.json"))).unwrap())
+                .unwrap();
+        if !packages.insert(meta["package"].as_str().unwrap().to_string()) {
+            continue;
+        }
+        real_row(&suite.join("bugs").join(id), id, &meta, candidates_per_run, cores);
+    }
+}
+
+fn real_row(dir: &Path, id: &str, meta: &serde_json::Value, candidates_per_run: usize, cores: usize) {
+    let python = dir.join(".venv/bin/python");
+    let pytest = Pytest::in_dir(&python, Arc::new(Sandbox::none()), Some(dir)).expect("the bug's venv python");
+    let mut files: Vec<String> = (meta["visible"].as_array().unwrap().iter())
+        .map(|t| t.as_str().unwrap().split("::").next().unwrap().to_string())
+        .collect();
+    files.sort();
+    files.dedup();
+    let project = Project::load(dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(project.root(), scratch.path()).unwrap();
+    let run = TestRun {
+        per_test_timeout: Some(Duration::from_secs(10)),
+        ..TestRun::new(Some(&files), Duration::from_secs(300))
+    };
+    let spec = RunSpec { root: scratch.path(), coverage: true, run, deselect: &[], watch: &[] };
+    let baseline = pytest.run(&spec).unwrap();
+    let localization = localize(&project, &baseline);
+    let (mut candidates, _) =
+        candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    candidates.truncate(candidates_per_run);
+    let measure = |engine: EngineChoice, jobs: usize| {
+        let mut config = LabConfig::for_baseline(
+            project.root(),
+            &baseline,
+            engine,
+            jobs,
+            Instant::now() + Duration::from_secs(3600),
+        );
+        config.selectors = &files;
+        let start = Instant::now();
+        let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
+        let fast = validated.iter().filter(|v| v.path.path.is_fast()).count();
+        Measure {
+            per_second: validated.len() as f64 / start.elapsed().as_secs_f64(),
+            fast_share: fast as f64 / validated.len().max(1) as f64,
+            median_ms: 0.0,
+            outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
+            details: validated.iter().map(|v| format!("{:?}", v.outcome)).collect(),
+        }
+    };
+    let (slow, batch) = (measure(EngineChoice::Subprocess, 1), measure(EngineChoice::Batch, cores));
+    assert_agree(id, &slow, &batch);
+    println!(
+        "{:<76} {:>6} {:>13.2} {:>9.2} {:>6.1}x {:>5.0}%",
+        format!("  {id} ({} candidates)", candidates.len()),
+        baseline.tests.len(),
+        slow.per_second,
+        batch.per_second,
+        batch.per_second / slow.per_second,
+        batch.fast_share * 100.0
     );
 }

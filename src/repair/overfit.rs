@@ -414,11 +414,13 @@ fn condition(node: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
-/// A constant, a comparison of constants, or `x or <true constant>` / `x and <false constant>`.
+/// A constant, a comparison of constants, an object that is always true (a class, a non-empty
+/// tuple, a lambda), or a `not`/`and`/`or` one of whose operands decides the result or cannot
+/// change it (`x or True`, `x and False`, `x and SomeClass`: a test made constant, or dropped).
 fn trivial(body: &Body<'_>, node: Node<'_>) -> bool {
     let mut cursor = node.walk();
     match node.kind() {
-        _ if is_constant(node) => true,
+        _ if is_constant(node) || always_true(body, node) => true,
         "parenthesized_expression" => node.named_child(0).is_some_and(|n| trivial(body, n)),
         "not_operator" => node.child_by_field_name("argument").is_some_and(|n| trivial(body, n)),
         "comparison_operator" => node.named_children(&mut cursor).all(is_constant),
@@ -427,9 +429,28 @@ fn trivial(body: &Body<'_>, node: Node<'_>) -> bool {
                 return false;
             };
             let or = node.child_by_field_name("operator").is_some_and(|op| body.text(op) == "or");
-            let absorbs = |x: Node<'_>| if or { is_constant(x) && !is_falsy(body, x) } else { is_falsy(body, x) };
-            absorbs(l) || absorbs(r) || (trivial(body, l) && trivial(body, r))
+            let truthy = |x: Node<'_>| (is_constant(x) && !is_falsy(body, x)) || always_true(body, x);
+            // Decides the whole result, or leaves it to the other operand alone.
+            let absorbs = |x: Node<'_>| if or { truthy(x) } else { is_falsy(body, x) };
+            let inert = |x: Node<'_>| if or { is_falsy(body, x) } else { truthy(x) };
+            let same_op = |x: Node<'_>| x.kind() == "boolean_operator" && trivial(body, x);
+            [l, r].into_iter().any(|x| absorbs(x) || inert(x) || same_op(x)) || (trivial(body, l) && trivial(body, r))
         }
+        _ => false,
+    }
+}
+
+/// An object no program state makes false: a class named in CamelCase (`ast.Call`), a
+/// non-empty tuple, a lambda.
+fn always_true(body: &Body<'_>, node: Node<'_>) -> bool {
+    match node.kind() {
+        "identifier" | "attribute" => {
+            let name = body.text(node).rsplit('.').next().unwrap_or_default();
+            name.starts_with(|c: char| c.is_ascii_uppercase()) && name.chars().any(|c| c.is_ascii_lowercase())
+        }
+        "tuple" => node.named_child_count() > 0,
+        "lambda" => true,
+        "parenthesized_expression" => node.named_child(0).is_some_and(|n| always_true(body, n)),
         _ => false,
     }
 }
@@ -637,12 +658,25 @@ mod tests {
         assert_eq!(edit(LOOP, "if xs[i] > limit:", "if xs[i] > limit or True:"), ["trivial-condition"]);
         assert_eq!(edit(LOOP, "while i < len(xs):", "while False:"), ["trivial-condition"]);
         assert_eq!(edit("def f(a, b):\n    return a < b\n", "a < b", "a < b or True"), ["trivial-condition"]);
+        // A test turned into an object that is always true: a class, alone or as a conjunct.
+        let named = "def f(node, scope):\n    if node.id == 'x' and isinstance(node.parent, ast.Call):\n        scope.uses = True\n";
+        assert_eq!(edit(named, "isinstance(node.parent, ast.Call)", "ast.Call"), ["trivial-condition"]);
+        assert_eq!(
+            edit(named, "node.id == 'x' and isinstance(node.parent, ast.Call)", "ast.Call"),
+            ["trivial-condition"]
+        );
+        assert_eq!(edit(named, "isinstance(node.parent, ast.Call)", "(ast.Call, ast.Name)"), ["trivial-condition"]);
     }
 
     #[test]
     fn a_changed_comparison_is_no_trivial_condition() {
         assert!(edit(LOOP, "if xs[i] > limit:", "if xs[i] >= limit:").is_empty());
         assert!(edit(LOOP, "if xs[i] > limit:", "if xs[i] > limit or xs[i] == 0:").is_empty());
+        // Names of values, an ALL_CAPS constant, a call: they may be false.
+        let named = "def f(node, scope):\n    if node.id == 'x' and isinstance(node.parent, ast.Call):\n        scope.uses = True\n";
+        assert!(edit(named, "isinstance(node.parent, ast.Call)", "node.parent").is_empty());
+        assert!(edit(named, "isinstance(node.parent, ast.Call)", "DEBUG").is_empty());
+        assert!(edit(named, "isinstance(node.parent, ast.Call)", "isinstance(node, ast.Call)").is_empty());
         let forever = "def f(q):\n    while True:\n        if not q:\n            break\n        q.pop()\n";
         assert!(edit(forever, "q.pop()", "q.pop(0)").is_empty());
     }
