@@ -199,13 +199,22 @@ def find_code(code, path, def_line):
     return matches[0] if len(matches) == 1 else None
 
 
+def mangled(owner, name):
+    """The attribute a class keeps `name` under: `__private` names are mangled to
+    `_Class__private` (the code object keeps the plain name)."""
+    if isinstance(owner, type) and name.startswith("__") and not name.endswith("__"):
+        stripped = owner.__name__.lstrip("_")
+        return "_%s%s" % (stripped, name) if stripped else name
+    return name
+
+
 def live_functions(module, path):
     """Every live function object reachable at the dotted path (descriptors unwrapped)."""
     objs = [module]
     for part in path:
         nxt = []
         for obj in objs:
-            value = vars(obj).get(part) if hasattr(obj, "__dict__") else None
+            value = vars(obj).get(mangled(obj, part)) if hasattr(obj, "__dict__") else None
             if value is not None:
                 nxt.append(value)
         objs = nxt

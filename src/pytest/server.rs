@@ -623,11 +623,11 @@ mod tests {
     }
 
     #[test]
-    fn class_and_static_methods_properties_and_wrapped_or_cached_functions_are_hot_swapped() {
+    fn class_and_static_methods_properties_private_and_wrapped_or_cached_functions_are_hot_swapped() {
         use crate::patch::{Edit, Patch};
         use crate::python::Parsed;
-        let module = "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n        return f(*a, **k)\n    return wrapper\n\nclass Shape:\n    def __init__(self, side):\n        self.side = side\n\n    @classmethod\n    def unit(cls):\n        return cls(2)\n\n    @staticmethod\n    def double(x):\n        return x * 3\n\n    @property\n    def area(self):\n        return self.side * self.side + 1\n\n    @logged\n    def grow(self, n):\n        return self.side + n + 1\n\n@functools.lru_cache(maxsize=None)\ndef cube(x):\n    return x * x\n";
-        let tests = "from shape import Shape, cube\n\ndef test_unit():\n    assert Shape.unit().side == 1\n\ndef test_double():\n    assert Shape.double(2) == 4\n\ndef test_area():\n    assert Shape(3).area == 9\n\ndef test_grow():\n    assert Shape(1).grow(1) == 2\n\ndef test_cube():\n    assert cube(2) == 8\n";
+        let module = "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n        return f(*a, **k)\n    return wrapper\n\nclass Shape:\n    def __init__(self, side):\n        self.side = side\n\n    @classmethod\n    def unit(cls):\n        return cls(2)\n\n    @staticmethod\n    def double(x):\n        return x * 3\n\n    @property\n    def area(self):\n        return self.side * self.side + 1\n\n    @logged\n    def grow(self, n):\n        return self.side + n + 1\n\n    def __half(self):\n        return self.side / 3\n\n    def half(self):\n        return self.__half()\n\n@functools.lru_cache(maxsize=None)\ndef cube(x):\n    return x * x\n";
+        let tests = "from shape import Shape, cube\n\ndef test_unit():\n    assert Shape.unit().side == 1\n\ndef test_double():\n    assert Shape.double(2) == 4\n\ndef test_area():\n    assert Shape(3).area == 9\n\ndef test_grow():\n    assert Shape(1).grow(1) == 2\n\ndef test_cube():\n    assert cube(2) == 8\n\ndef test_half():\n    assert Shape(4).half() == 2\n";
         let dir = project(&[("shape.py", module), ("test_shape.py", tests)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
@@ -637,6 +637,7 @@ mod tests {
             ("self.side + 1", "self.side", "test_area"),
             ("n + 1", "n", "test_grow"),
             ("return x * x", "return x * x * x", "test_cube"),
+            ("self.side / 3", "self.side / 2", "test_half"),
         ] {
             let at = module.find(needle).unwrap();
             let patch = Patch::single("shape.py", Edit::replacement(at..at + needle.len(), fixed));

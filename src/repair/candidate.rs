@@ -589,7 +589,7 @@ pub fn check_patch(
     let edits: Vec<(std::ops::Range<usize>, &str)> =
         patch.edits().iter().map(|e| (e.range.clone(), e.content.as_str())).collect();
     let reparsed = file.parsed.with_edits(&edits, patched_text.clone());
-    if !reparsed.is_valid() {
+    if !reparsed.is_valid() || misplaced_statement(&reparsed, &patch) {
         return Err(Rejected::Unparseable);
     }
     if !seen.insert((file.rel.clone(), dedupe_key(original, &patched_text, &patch))) {
@@ -597,6 +597,55 @@ pub fn check_patch(
     }
     let focus = focus(&patch, &file.parsed, &reparsed);
     Ok(Checked { deleted_calls: deleted_calls(original, &patch), patch, patched_text, focus })
+}
+
+/// A statement the patch puts where tree-sitter accepts it and CPython does not: `return`,
+/// `yield`, `await` or `nonlocal` outside a function, `break` or `continue` outside a loop
+/// (a `return` inserted after a method's last line, at the class body's indentation).
+fn misplaced_statement(patched: &Parsed, patch: &Patch) -> bool {
+    let mut shift: isize = 0;
+    patch.edits().iter().any(|edit| {
+        let Some(start) = edit.range.start.checked_add_signed(shift) else { return false };
+        shift += edit.content.len() as isize - edit.range.len() as isize;
+        let range = start..start + edit.content.len();
+        let Some(node) = patched.root().descendant_for_byte_range(range.start, range.end) else { return false };
+        let mut found = false;
+        visit_overlapping(node, &range, &mut |n| found |= misplaced(n));
+        found
+    })
+}
+
+fn visit_overlapping(
+    node: tree_sitter::Node<'_>,
+    range: &std::ops::Range<usize>,
+    f: &mut dyn FnMut(tree_sitter::Node<'_>),
+) {
+    f(node);
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.start_byte() < range.end && range.start < child.end_byte() {
+            visit_overlapping(child, range, f);
+        }
+    }
+}
+
+fn misplaced(node: tree_sitter::Node<'_>) -> bool {
+    let needs_loop = matches!(node.kind(), "break_statement" | "continue_statement");
+    let needs_function = matches!(node.kind(), "return_statement" | "yield" | "await" | "nonlocal_statement");
+    if !needs_loop && !needs_function {
+        return false;
+    }
+    let mut parent = node.parent();
+    while let Some(p) = parent {
+        match p.kind() {
+            "function_definition" | "lambda" => return needs_loop,
+            "class_definition" => return true,
+            "for_statement" | "while_statement" if needs_loop => return false,
+            _ => {}
+        }
+        parent = p.parent();
+    }
+    true
 }
 
 /// How many calls (a name followed by `(`: `f(`, `.strip(`) the code `patch` replaces has
@@ -694,6 +743,7 @@ mod tests {
     use super::{deleted_calls, focus, minimal_edit, normalize, reindent};
     use crate::patch::{Edit, Patch};
     use crate::python::Parsed;
+    use std::collections::HashSet;
 
     #[test]
     fn a_key_error_renames_the_near_key_of_a_dictionary_literal() {
@@ -747,6 +797,24 @@ mod tests {
         let at = text.find("%Y").unwrap();
         assert_eq!(deleted_calls(text, &Patch::single("m.py", Edit::replacement(at..at + 8, "%Y-%m-%d"))), 0);
         assert_eq!(deleted_calls("x = f (1) + g(2)", &Patch::single("m.py", Edit::replacement(0..16, "x = 1(2)"))), 2);
+    }
+
+    #[test]
+    fn statements_only_cpython_rejects_where_they_are_put_are_unparseable() {
+        use super::{check_patch, Rejected};
+        let text = "class Box:\n    def area(self):\n        for x in self.xs:\n            pass\n        y = 1\n\n    size = 1\n";
+        let file = crate::project::SourceFile { rel: "m.py".into(), parsed: Parsed::new(text), is_test: false };
+        let after_body = text.find("\n\n    size").unwrap() + 1;
+        let check = |at: usize, content: &str| {
+            check_patch(&file, Patch::single("m.py", Edit::insertion(at, content)), &mut HashSet::new()).map(|_| ())
+        };
+        assert_eq!(check(after_body, "    return y\n"), Err(Rejected::Unparseable), "return in a class body");
+        assert_eq!(check(after_body, "        return y\n"), Ok(()), "return as the method's last line");
+        let in_loop = text.find("            pass").unwrap();
+        assert_eq!(check(in_loop, "            break\n"), Ok(()));
+        let after_loop = text.find("        y = 1").unwrap();
+        assert_eq!(check(after_loop, "        break\n"), Err(Rejected::Unparseable), "break outside a loop");
+        assert_eq!(check(0, "yield 1\n"), Err(Rejected::Unparseable), "yield at module level");
     }
 
     #[test]

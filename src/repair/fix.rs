@@ -803,6 +803,9 @@ struct SearchRun<'r, 'p> {
     guarded: Option<usize>,
     /// Wall time spent in validation rounds.
     validating: Duration,
+    /// A confirmed plausible patch with anti-patterns, and them: reported only if the search
+    /// finds no plausible patch without any before its deadline.
+    fallback: Option<(CandidateId, Vec<AntiPattern>)>,
     /// What the chosen plausible patches' functions return on the tests' inputs.
     returns: ReturnCheck<'r>,
     /// The behavioural anti-patterns of every plausible patch checked so far (empty: none).
@@ -851,6 +854,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             startup,
             guarded: None,
             validating: Duration::ZERO,
+            fallback: None,
             returns: ReturnCheck::new(pytest, project.root(), per_test),
             behaviour: HashMap::new(),
         }
@@ -929,7 +933,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 // Nothing waits for confirmation: the time kept for a second run goes to the
                 // search (a patch found now is confirmed by one run).
                 if self.config.deadline >= self.last_call || Instant::now() >= self.last_call {
-                    return Ok((None, SearchEnd::Deadline));
+                    return Ok(self.end_with_fallback(SearchEnd::Deadline));
                 }
                 self.config.deadline = self.last_call;
             }
@@ -949,8 +953,20 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 return Ok((best, SearchEnd::Found));
             }
             if !chose && found == 0 && Instant::now() < self.config.deadline {
-                return Ok((None, SearchEnd::Exhausted));
+                return Ok(self.end_with_fallback(SearchEnd::Exhausted));
             }
+        }
+    }
+
+    /// How the search ends without a confirmed patch free of anti-patterns: with the flagged
+    /// one kept aside, if any (and the note that says what it may be).
+    fn end_with_fallback(&mut self, end: SearchEnd) -> (Option<CandidateId>, SearchEnd) {
+        match self.fallback.take() {
+            Some((id, patterns)) => {
+                note_overfit(&self.notes, &patterns);
+                (Some(id), SearchEnd::Found)
+            }
+            None => (None, end),
         }
     }
 
@@ -1094,12 +1110,17 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     .map(|id| Arc::new(search.candidate(id).clone()))
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
-            chose = true;
             let checked = self.behaviour.contains_key(&candidate.id);
             if !checked && !self.check_behaviour(&candidate).is_empty() {
                 // Demoted: choose again (a patch checked before is not checked again).
+                chose = true;
                 continue;
             }
+            if self.fallback.is_some() && !self.anti_patterns(&candidate).is_empty() {
+                // The best is flagged, and a flagged patch is already confirmed: nothing new.
+                return Ok((None, chose));
+            }
+            chose = true;
             on_event(FixEvent::Confirming { deadline: self.deadline });
             let Some(plan) = self.guard_plan(&candidate) else {
                 push_note(&self.notes, format!(
@@ -1117,8 +1138,12 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     if runs < CONFIRMATION_RUNS {
                         push_note(&self.notes, format!("the patch was confirmed by {runs} fresh run of the suite: --timeout left no time for a second"));
                     }
-                    let mut patterns = overfit::of_candidate(self.project, &candidate);
-                    patterns.extend(self.behaviour.get(&candidate.id).into_iter().flatten());
+                    let patterns = self.anti_patterns(&candidate);
+                    if !patterns.is_empty() && self.may_search_on() {
+                        // Kept aside: the search goes on for a patch without anti-patterns.
+                        self.fallback = Some((candidate.id, patterns));
+                        return Ok((None, true));
+                    }
                     note_overfit(&self.notes, &patterns);
                     return Ok((Some(candidate.id), true));
                 }
@@ -1141,6 +1166,22 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 }
 
 impl SearchRun<'_, '_> {
+    /// The anti-patterns of `candidate`: syntactic ([`overfit`]) and behavioural (checked
+    /// before its confirmation).
+    fn anti_patterns(&self, candidate: &Candidate) -> Vec<AntiPattern> {
+        let mut patterns = overfit::of_candidate(self.project, candidate);
+        patterns.extend(self.behaviour.get(&candidate.id).into_iter().flatten());
+        patterns.sort();
+        patterns.dedup();
+        patterns
+    }
+
+    /// Whether the search has time left for another plausible patch after a flagged one: a
+    /// round of validation and a confirmation before the search's deadline.
+    fn may_search_on(&self) -> bool {
+        Instant::now() + Duration::from_secs(1) < self.config.deadline
+    }
+
     /// The guard's part that a confirmation run of `candidate` can afford before the deadline
     /// (waiting for the rest of the suite to finish its run first). `None` when the guard had
     /// to shrink although one run of it fits in the confirmation reserve (40 % of the budget):
