@@ -8,7 +8,9 @@
 //! built for this bench: `fix --timeout BENCH_TIMEOUT --json` per bug, each reported patch judged
 //! on the whole suite with the hidden tests (genuine, plausible-only, regressions), the buggy
 //! function's rank in the localization, time to fix and overrun of the budget, as a per-package
-//! table. Env: `REALBUGS_DIR` (default `/work/realbugs` if it exists, else
+//! table, and a validation-speed table per package (candidates/s of the median run and the
+//! slowest, the share of candidates on each engine path, the failing tests' own time, the top
+//! reasons for leaving the fast path; from `--json`'s `validation`). Env: `REALBUGS_DIR` (default `/work/realbugs` if it exists, else
 //! `target/realbugs`), `BENCH_TIMEOUT` seconds per bug (default 60), `BENCH_FILTER`
 //! (comma-separated substrings of bug ids), `BENCH_FIX_ARGS` (extra `fix` arguments, split on
 //! whitespace), `REALBUGS_PYTHON` (default `python3`, for the scripts), `DEEPDEBUG` (another

@@ -348,7 +348,17 @@ fn guard_line(guard: &deepdebug::repair::guard::GuardSummary) -> String {
     line
 }
 
-/// Validation speed for the summary line: candidates per second and the hot-swapped share.
+/// Validation speed for the summary line: candidates per second, the hot-swapped share, and
+/// the failing tests' own time when it is most of what a candidate costs.
 fn speed_line(validation: &deepdebug::report::ValidationReport) -> String {
-    format!("{:.1} candidates/s, {:.0}% hot-swapped", validation.candidates_per_second, validation.fast_share * 100.0)
+    let mut line = format!(
+        "{:.1} candidates/s, {:.0}% hot-swapped",
+        validation.candidates_per_second,
+        validation.fast_share * 100.0
+    );
+    let test = validation.failing_tests_seconds;
+    if validation.candidates_per_second > 0.0 && test * validation.candidates_per_second > 0.5 {
+        line.push_str(&format!("; the failing tests alone take {:.0} ms", test * 1000.0));
+    }
+    line
 }

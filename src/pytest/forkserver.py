@@ -289,6 +289,8 @@ def swap_plan(swap):
         if new is None:
             return "not-found"
         targets = [f for f in found if f.__code__.co_name == new.co_name]
+        if len(targets) > 1:  # a property's getter and setter share a name: the one at this line
+            targets = [f for f in targets if f.__code__.co_firstlineno == new.co_firstlineno]
         if not found:
             return "not-live"
         if not targets:

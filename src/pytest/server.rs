@@ -597,25 +597,31 @@ mod tests {
         assert_eq!(s.tests[0].outcome, TestOutcome::Failed);
     }
 
-    #[test]
-    fn a_method_swapped_from_its_chunk_keeps_name_mangling_super_and_the_modules_future_flags() {
+    /// The swap `fix` sends for `module` (the file `file`) with `needle` replaced by `with`:
+    /// the edited functions and the source its focus compiles.
+    fn patched_swap(file: &str, module: &str, needle: &str, with: &str) -> Swap {
         use crate::patch::{Edit, Patch};
         use crate::python::Parsed;
+        let at = module.find(needle).unwrap();
+        let patch = Patch::single(file, Edit::replacement(at..at + needle.len(), with));
+        let patched = patch.apply(module);
+        let focus =
+            crate::repair::candidate::focus(&patch, &Parsed::new(module), &Parsed::new(patched.as_str())).unwrap();
+        Swap { file: file.into(), functions: focus.functions.clone(), source: Some(focus.swap_source(&patched)) }
+    }
+
+    #[test]
+    fn a_method_swapped_from_its_chunk_keeps_name_mangling_super_and_the_modules_future_flags() {
         let module = "from __future__ import annotations\n\nclass Base:\n    def grow(self, x):\n        return x\n\nclass Box(Base):\n    __scale = 2\n\n    def other(self):\n        return 0\n\n    def grow(self, x):\n        def double(y: Missing) -> int:\n            return y * self.__scale\n        return super().grow(double(x)) + 1\n";
         let tests = "from box import Box\n\ndef test_grow():\n    assert Box().grow(3) == 6\n";
         let dir = project(&[("box.py", module), ("test_box.py", tests)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
         let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
         // A deletion at the very end of the body.
-        let at = module.find(" + 1").unwrap();
-        let patch = Patch::single("box.py", Edit::replacement(at..at + 4, ""));
-        let patched = patch.apply(module);
-        let focus =
-            crate::repair::candidate::focus(&patch, &Parsed::new(module), &Parsed::new(patched.as_str())).unwrap();
-        let (first, source) = focus.swap_source(&patched);
+        let swap = patched_swap("box.py", module, " + 1", "");
+        let (first, source) = swap.source.clone().unwrap();
         assert_eq!(first, 12, "{source}");
         assert!(source.starts_with("class Box:\n    def grow") && !source.contains("other"), "{source}");
-        let swap = Swap { file: "box.py".into(), functions: focus.functions.clone(), source: Some((first, source)) };
         let grow = vec!["test_box.py::test_grow".to_string()];
         let s = server.run(&request(Some(&grow), Some(swap))).unwrap();
         assert_eq!(s.warm, Some(true));
@@ -624,9 +630,7 @@ mod tests {
 
     #[test]
     fn class_and_static_methods_properties_private_and_wrapped_or_cached_functions_are_hot_swapped() {
-        use crate::patch::{Edit, Patch};
-        use crate::python::Parsed;
-        let module = "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n        return f(*a, **k)\n    return wrapper\n\nclass Shape:\n    def __init__(self, side):\n        self.side = side\n\n    @classmethod\n    def unit(cls):\n        return cls(2)\n\n    @staticmethod\n    def double(x):\n        return x * 3\n\n    @property\n    def area(self):\n        return self.side * self.side + 1\n\n    @logged\n    def grow(self, n):\n        return self.side + n + 1\n\n    def __half(self):\n        return self.side / 3\n\n    def half(self):\n        return self.__half()\n\n@functools.lru_cache(maxsize=None)\ndef cube(x):\n    return x * x\n";
+        let module = "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n        return f(*a, **k)\n    return wrapper\n\nclass Shape:\n    def __init__(self, side):\n        self.side = side\n\n    @classmethod\n    def unit(cls):\n        return cls(2)\n\n    @staticmethod\n    def double(x):\n        return x * 3\n\n    @property\n    def area(self):\n        return self.side * self.side + 1\n\n    @area.setter\n    def area(self, value):\n        self.side = value ** 0.5\n\n    @logged\n    def grow(self, n):\n        return self.side + n + 1\n\n    def __half(self):\n        return self.side / 3\n\n    def half(self):\n        return self.__half()\n\n@functools.lru_cache(maxsize=None)\ndef cube(x):\n    return x * x\n";
         let tests = "from shape import Shape, cube\n\ndef test_unit():\n    assert Shape.unit().side == 1\n\ndef test_double():\n    assert Shape.double(2) == 4\n\ndef test_area():\n    assert Shape(3).area == 9\n\ndef test_grow():\n    assert Shape(1).grow(1) == 2\n\ndef test_cube():\n    assert cube(2) == 8\n\ndef test_half():\n    assert Shape(4).half() == 2\n";
         let dir = project(&[("shape.py", module), ("test_shape.py", tests)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
@@ -639,16 +643,7 @@ mod tests {
             ("return x * x", "return x * x * x", "test_cube"),
             ("self.side / 3", "self.side / 2", "test_half"),
         ] {
-            let at = module.find(needle).unwrap();
-            let patch = Patch::single("shape.py", Edit::replacement(at..at + needle.len(), fixed));
-            let patched = patch.apply(module);
-            let focus =
-                crate::repair::candidate::focus(&patch, &Parsed::new(module), &Parsed::new(patched.as_str())).unwrap();
-            let swap = Swap {
-                file: "shape.py".into(),
-                functions: focus.functions.clone(),
-                source: Some(focus.swap_source(&patched)),
-            };
+            let swap = patched_swap("shape.py", module, needle, fixed);
             let nodeid = vec![format!("test_shape.py::{test}")];
             let s = server.run(&request(Some(&nodeid), Some(swap))).unwrap();
             assert_eq!((s.warm, s.cold_why.as_deref()), (Some(true), None), "{test}");

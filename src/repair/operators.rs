@@ -373,8 +373,12 @@ impl Generator<'_> {
         }
         let Some(function) = enclosing_function(node) else { return };
         let scope: Vec<String> = scope_names(self.parsed, function).into_iter().collect();
-        let indent = " ".repeat(node.start_position().column);
         let line_start = node.start_byte() - node.start_position().column;
+        // The statement's own indentation: tabs stay tabs (spaces would not compile there).
+        let indent = match &self.parsed.text()[line_start..node.start_byte()] {
+            lead if lead.bytes().all(|b| b == b' ' || b == b'\t') => lead.to_string(),
+            _ => " ".repeat(node.start_position().column),
+        };
         let line_end = self.parsed.text()[node.end_byte()..]
             .find('\n')
             .map_or(self.parsed.text().len(), |i| node.end_byte() + i + 1);
@@ -1286,6 +1290,23 @@ mod tests {
             .collect();
         out.sort();
         out
+    }
+
+    #[test]
+    fn statements_inserted_in_a_tab_indented_function_are_indented_with_tabs() {
+        let src = "def f(xs):\n\tout = []\n\tfor x in xs:\n\t\tout.append(x)\n\treturn out\n";
+        let parsed = Parsed::new(src);
+        let inserted: Vec<String> = mutations_at_line(&parsed, 5)
+            .into_iter()
+            .filter(|m| m.operator == Operator::InsertStatement && m.edit.range.is_empty())
+            .map(|m| m.edit.content)
+            .collect();
+        assert!(!inserted.is_empty());
+        assert!(inserted.iter().all(|text| text.starts_with('\t') && !text.starts_with("\t ")), "{inserted:?}");
+        for text in &inserted {
+            let patched = Parsed::new(src.replacen("\treturn out", &format!("{text}\treturn out"), 1));
+            assert!(patched.is_valid(), "{text:?}");
+        }
     }
 
     #[test]

@@ -217,20 +217,28 @@ mod tests {
         assert_eq!(outcomes, [vec![pass, fail], vec![pass, pass, pass], vec![pass, fail]]);
     }
 
+    /// Three requests of one batch, each swapping `function` (its `def` on line `line` of
+    /// `calc.py`) to its own code, on `test`, which writes its pid to `pids.txt`: whether
+    /// every request passed, and the pids of the children that ran them.
+    fn three_requests(module: &str, tests: &str, test: &str, function: &str, line: usize) -> (bool, Vec<String>) {
+        let dir = project(&[("calc.py", module), ("test_calc.py", tests)]);
+        let mut server = server(dir.path());
+        let test = vec![format!("test_calc.py::{test}")];
+        let body = module.split_inclusive('\n').skip(line - 1).collect::<String>();
+        let requests: Vec<Request<'_>> =
+            (0..3).map(|_| request(&test, swap("calc.py", function, line, &body))).collect();
+        let items = server.run_batch(&requests, Duration::from_secs(60)).unwrap();
+        (items.iter().all(|i| outcome(i) == TestOutcome::Passed), pids(dir.path()))
+    }
+
     #[test]
     fn state_a_request_changes_is_put_back_before_the_next_request_in_the_same_child() {
         // A module-level list and memo, a class attribute and a function attribute: a fresh
         // child would see them as the server has them, and so does the next request.
         let module = "SEEN = []\nMEMO = {}\n\nclass Counter:\n    calls = 0\n\ndef note(x):\n    SEEN.append(x)\n    MEMO[x] = len(SEEN)\n    Counter.calls += 1\n    Counter.last = x\n    note.hits = getattr(note, 'hits', 0) + 1\n    return len(SEEN) + len(MEMO) + Counter.calls + note.hits\n";
         let tests = "import os\nfrom calc import note\n\ndef test_note():\n    open('pids.txt', 'a').write(f'{os.getpid()}\\n')\n    assert note(1) == 4\n";
-        let dir = project(&[("calc.py", module), ("test_calc.py", tests)]);
-        let mut server = server(dir.path());
-        let test = vec!["test_calc.py::test_note".to_string()];
-        let body = module.split_inclusive('\n').skip(6).collect::<String>();
-        let requests: Vec<Request<'_>> = (0..3).map(|_| request(&test, swap("calc.py", "note", 7, &body))).collect();
-        let items = server.run_batch(&requests, Duration::from_secs(60)).unwrap();
-        assert!(items.iter().all(|i| outcome(i) == TestOutcome::Passed), "{items:?}");
-        let pids = pids(dir.path());
+        let (passed, pids) = three_requests(module, tests, "test_note", "note", 7);
+        assert!(passed, "a request saw what the one before it left");
         assert_eq!(pids.len(), 3);
         assert!(pids.iter().all(|p| *p == pids[0]), "the state was put back, yet the child changed: {pids:?}");
     }
@@ -239,15 +247,9 @@ mod tests {
     fn state_that_cannot_be_put_back_sends_the_rest_of_the_batch_to_a_fresh_child() {
         let module = "import os\n\ndef mark():\n    os.environ['DEEPDEBUG_MARK'] = os.environ.get('DEEPDEBUG_MARK', '') + 'x'\n    return os.environ['DEEPDEBUG_MARK']\n";
         let tests = "import os\nfrom calc import mark\n\ndef test_mark():\n    open('pids.txt', 'a').write(f'{os.getpid()}\\n')\n    assert mark() == 'x'\n";
-        let dir = project(&[("calc.py", module), ("test_calc.py", tests)]);
-        let mut server = server(dir.path());
-        let test = vec!["test_calc.py::test_mark".to_string()];
-        let body = module.split_inclusive('\n').skip(2).collect::<String>();
-        let requests: Vec<Request<'_>> = (0..3).map(|_| request(&test, swap("calc.py", "mark", 3, &body))).collect();
-        let items = server.run_batch(&requests, Duration::from_secs(60)).unwrap();
+        let (passed, pids) = three_requests(module, tests, "test_mark", "mark", 3);
         // Each request sees the environment fresh, as in a child of its own.
-        assert!(items.iter().all(|i| outcome(i) == TestOutcome::Passed), "{items:?}");
-        let pids = pids(dir.path());
+        assert!(passed, "a request saw what the one before it left");
         assert_eq!(pids.len(), 3);
         assert!(pids[0] != pids[1] && pids[1] != pids[2], "state leaked within one child: {pids:?}");
     }

@@ -41,7 +41,7 @@ fn headers(patched: &Parsed, def: &FunctionDef) -> Option<(String, usize)> {
     if !starts_its_line(patched, node.start_byte()) {
         return None;
     }
-    // (column, header) from the innermost block out.
+    // (column, header with its line's own indentation) from the innermost block out.
     let mut found: Vec<(usize, String)> = Vec::new();
     let mut parent = node.parent();
     while let Some(p) = parent.filter(|p| p.id() != root.id()) {
@@ -56,14 +56,15 @@ fn headers(patched: &Parsed, def: &FunctionDef) -> Option<(String, usize)> {
         if found.last().is_some_and(|(inner, _)| *inner <= column) {
             continue; // an `else:` and its `if` share one header
         }
+        let indent = &patched.text()[p.start_byte() - column..p.start_byte()];
         let header = match p.kind() {
-            "class_definition" => format!("class {}:", patched.node_text(p.child_by_field_name("name")?)),
-            _ => "if 1:".to_string(),
+            "class_definition" => format!("{indent}class {}:", patched.node_text(p.child_by_field_name("name")?)),
+            _ => format!("{indent}if 1:"),
         };
         found.push((column, header));
     }
     let count = found.len();
-    let text = found.iter().rev().map(|(column, header)| format!("{}{header}\n", " ".repeat(*column))).collect();
+    let text = found.iter().rev().map(|(_, header)| format!("{header}\n")).collect();
     Some((text, count))
 }
 
@@ -131,6 +132,13 @@ mod tests {
         let (first, source) = compiled(text, &["h"]);
         assert_eq!(first, 6);
         assert_eq!(source, "if 1:\n    if 1:\n        def h():\n            return 1\n");
+    }
+
+    #[test]
+    fn headers_keep_the_files_tabs() {
+        let text = "class A:\n\tif True:\n\t\tdef f(self):\n\t\t\treturn 1\n";
+        let (first, source) = compiled(text, &["A.f"]);
+        assert_eq!((first, source.as_str()), (1, "class A:\n\tif 1:\n\t\tdef f(self):\n\t\t\treturn 1\n"));
     }
 
     #[test]
