@@ -79,7 +79,15 @@ def lean_failure_reports():
     import _pytest.python
     function = _pytest.python.Function
     if hasattr(function, "_repr_failure_py") and hasattr(_pytest.nodes.Node, "_traceback_filter"):
-        function.repr_failure = lambda self, excinfo: self._repr_failure_py(excinfo, style="value")
+        full = function.repr_failure
+
+        def lean(self, excinfo):
+            try:
+                return self._repr_failure_py(excinfo, style="value")
+            except Exception:  # the exception's own __str__ fails (a patch broke it): pytest's report copes
+                return full(self, excinfo)
+
+        function.repr_failure = lean
         function._traceback_filter = _pytest.nodes.Node._traceback_filter
 
 

@@ -212,6 +212,14 @@ def _emit(record):
             data = data[os.write(_out, data):]
 
 
+def _message(value):
+    """str(value), clipped; its repr when its own __str__ fails (a patch may break it)."""
+    try:
+        return str(value)[:2000]
+    except Exception:
+        return _safe_repr(value)
+
+
 def _safe_repr(value):
     try:
         return _repr.repr(value)
@@ -521,7 +529,7 @@ def pytest_runtest_makereport(item, call):
                 failure["type"] = excinfo.typename
                 if timed_out:
                     failure["limit"] = "cpu" if excinfo.errisinstance(DeepdebugCpuTimeout) else "wall"
-                failure["message"] = _safe_repr(excinfo.value) if timed_out else str(excinfo.value)[:2000]
+                failure["message"] = _safe_repr(excinfo.value) if timed_out else _message(excinfo.value)
                 failure["frames"] = _frames(excinfo.tb) if _FRAMES else []
             else:
                 failure["message"] = str(report.longreprtext)[-2000:]

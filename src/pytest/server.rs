@@ -652,6 +652,23 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_whose_exception_cannot_be_printed_is_still_a_failed_test() {
+        // A patch that breaks an exception class's `__str__`: the test fails, and its record
+        // must say so (a fresh pytest process reports it as failed too).
+        let module = "class Invalid(Exception):\n    def __str__(self):\n        return 'bad: ' + self.args[0]\n\ndef check(x):\n    raise Invalid(x)\n";
+        let tests = "from errors import check\n\ndef test_check():\n    check(1)\n";
+        let dir = project(&[("errors.py", module), ("test_errors.py", tests)]);
+        let pytest = Pytest::new(Path::new("python3")).unwrap();
+        let mut server = pytest.fork_server(dir.path(), &[], Duration::from_secs(30)).unwrap();
+        let test = vec!["test_errors.py::test_check".to_string()];
+        let swap = patched_swap("errors.py", module, "'bad: ' + self.args[0]", "'bad: ' - self.args[0]");
+        let s = server.run(&request(Some(&test), Some(swap))).unwrap();
+        assert_eq!(s.warm, Some(true));
+        assert_eq!(s.tests.len(), 1, "the test left no record: {}", s.output_tail);
+        assert_eq!(s.tests[0].outcome, TestOutcome::Failed);
+    }
+
+    #[test]
     fn failure_frames_are_left_out_unless_asked_for_and_a_swap_only_cpython_rejects_runs_cold() {
         let dir = project(&[("calc.py", MODULE), ("test_calc.py", TESTS)]);
         let pytest = Pytest::new(Path::new("python3")).unwrap();
