@@ -86,12 +86,19 @@ fn measure(
 ) -> Measure {
     let config =
         LabConfig::for_baseline(project.root(), baseline, engine, jobs, Instant::now() + Duration::from_secs(3600));
+    measure_with(pytest, &config, candidates)
+}
+
+/// Validate `candidates` under `config`: rate, median time, hot-swapped share and outcomes.
+fn measure_with(pytest: &Pytest, config: &LabConfig<'_>, candidates: &[Candidate]) -> Measure {
     let (own, children) = (cpu_seconds(libc::RUSAGE_SELF), cpu_seconds(libc::RUSAGE_CHILDREN));
     let start = Instant::now();
-    let validated = lab::run(pytest, &config, candidates, &HashSet::new(), &|_| {}).unwrap();
+    let validated = lab::run(pytest, config, candidates, &HashSet::new(), &|_| {}).unwrap();
     let elapsed = start.elapsed().as_secs_f64();
     eprintln!(
-        "  {engine:?} engine, {jobs} job(s): {elapsed:.2} s wall; CPU {:.2} s in deepdebug, {:.2} s in Python (servers, children, processes)",
+        "  {:?} engine, {} job(s): {elapsed:.2} s wall; CPU {:.2} s in deepdebug, {:.2} s in Python (servers, children, processes)",
+        config.engine,
+        config.jobs,
         cpu_seconds(libc::RUSAGE_SELF) - own,
         cpu_seconds(libc::RUSAGE_CHILDREN) - children
     );
@@ -394,16 +401,7 @@ fn real_row(dir: &Path, id: &str, meta: &serde_json::Value, candidates_per_run: 
             Instant::now() + Duration::from_secs(3600),
         );
         config.selectors = &files;
-        let start = Instant::now();
-        let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
-        let fast = validated.iter().filter(|v| v.path.path.is_fast()).count();
-        Measure {
-            per_second: validated.len() as f64 / start.elapsed().as_secs_f64(),
-            fast_share: fast as f64 / validated.len().max(1) as f64,
-            median_ms: 0.0,
-            outcomes: validated.iter().map(|v| v.outcome.name()).collect(),
-            details: validated.iter().map(|v| format!("{:?}", v.outcome)).collect(),
-        }
+        measure_with(&pytest, &config, &candidates)
     };
     let (slow, batch) = (measure(EngineChoice::Subprocess, 1), measure(EngineChoice::Batch, cores));
     assert_agree(id, &slow, &batch);
