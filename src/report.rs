@@ -411,6 +411,9 @@ pub struct TriedReport {
     /// A plausible candidate's anti-patterns (`repair::overfit`); empty when it has none, and
     /// for candidates that are not plausible.
     pub overfit: Vec<&'static str>,
+    /// A plausible candidate's diff (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
 }
 
 impl FixReport {
@@ -529,6 +532,7 @@ impl FixReport {
                         path: v.path.path.name(),
                         off_path: v.path.off_path.map(crate::repair::lab::OffPath::name),
                         overfit: if v.outcome.is_plausible() { overfit_names(outcome, c.id) } else { Vec::new() },
+                        diff: outcome.plausible_diffs.get(&c.id).cloned(),
                     }
                 })
                 .collect(),

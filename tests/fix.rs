@@ -408,6 +408,16 @@ fn rank_smollm_prefers_the_natural_fix_among_plausible_patches() {
         plausible.iter().all(|p| p["likelihood"]["gain_nats"].as_f64().unwrap() <= gain),
         "a plausible patch with a higher gain was not chosen: {ranking}"
     );
+    // Far less natural alternatives are marked; every plausible candidate comes with its diff.
+    for p in plausible {
+        let unnatural = p["likelihood"]["gain_nats"].as_f64().unwrap() < deepdebug::repair::rank::UNNATURAL_GAIN;
+        let marked = p["overfit"].as_array().unwrap().iter().any(|a| a == "unnatural");
+        assert_eq!(unnatural, marked, "{p}");
+    }
+    for t in report["tried"].as_array().unwrap() {
+        let plausible = t["outcome"] == "plausible";
+        assert_eq!(plausible, t["diff"].as_str().is_some_and(|d| d.starts_with("diff --git")), "{t}");
+    }
     apply_and_test(dir.path(), diff);
 }
 

@@ -285,7 +285,8 @@ pub fn operator_proposals(
             }
         })
         .collect();
-    proposals.extend(missing_key_fixes(file, susp).into_iter().map(|(line, mutation)| Proposal {
+    let lookups = lookup_default_fixes(file, susp).into_iter().map(|m| (susp.line, m));
+    proposals.extend(missing_key_fixes(file, susp).into_iter().chain(lookups).map(|(line, mutation)| Proposal {
         score: susp.score * priors.weight(mutation.operator) * CRASH_STEER,
         patch: Patch::single(file.rel.clone(), mutation.edit),
         source: Source::Operator(mutation.operator),
@@ -333,6 +334,74 @@ fn missing_key_fixes(
         out.push((key.start_position().row + 1, mutation));
     }
     out
+}
+
+/// A `KeyError` raised at this line: its lookups given a default, `d.pop(k)` → `d.pop(k, None)`
+/// and a read `d[k]` → `d.get(k)` (the missing key then means "none", as it often should).
+fn lookup_default_fixes(
+    file: &crate::project::SourceFile,
+    susp: &crate::localize::SuspiciousLine,
+) -> Vec<super::operators::Mutation> {
+    use crate::localize::CrashKind;
+    if !susp.crash.as_ref().is_some_and(|c| c.kind == CrashKind::KeyError && c.raised_here) {
+        return Vec::new();
+    }
+    let parsed = &file.parsed;
+    let mut out = Vec::new();
+    let mut stack = vec![parsed.root()];
+    while let Some(node) = stack.pop() {
+        let (start, end) = (node.start_position().row + 1, node.end_position().row + 1);
+        if end < susp.line || start > susp.line {
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+        if start != susp.line {
+            continue;
+        }
+        let mutation = |range: std::ops::Range<usize>, content: String| super::operators::Mutation {
+            operator: Operator::CallArguments,
+            description: format!("`{}` → `{content}` (a default for the missing key)", parsed.node_text(node)),
+            edit: Edit::replacement(range, content),
+        };
+        match node.kind() {
+            "call" => {
+                let method = node.child_by_field_name("function").filter(|f| f.kind() == "attribute");
+                let pops = method
+                    .and_then(|f| f.child_by_field_name("attribute"))
+                    .is_some_and(|a| parsed.node_text(a) == "pop");
+                let Some(args) = node.child_by_field_name("arguments").filter(|_| pops) else { continue };
+                let mut c = args.walk();
+                let positional: Vec<_> = args.named_children(&mut c).filter(|a| a.kind() != "comment").collect();
+                if let [key] = positional.as_slice() {
+                    let text = format!("({}, None)", parsed.node_text(*key));
+                    out.push(mutation(args.byte_range(), text));
+                }
+            }
+            "subscript" if is_read(node) => {
+                let (Some(value), Some(key)) =
+                    (node.child_by_field_name("value"), node.child_by_field_name("subscript"))
+                else {
+                    continue;
+                };
+                if key.kind() == "slice" || node.named_child_count() != 2 {
+                    continue;
+                }
+                let text = format!("{}.get({})", parsed.node_text(value), parsed.node_text(key));
+                out.push(mutation(node.byte_range(), text));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A subscript that reads (not the target of an assignment or `del`).
+fn is_read(node: tree_sitter::Node<'_>) -> bool {
+    let Some(parent) = node.parent() else { return true };
+    let target = matches!(parent.kind(), "assignment" | "augmented_assignment" | "for_statement")
+        && parent.child_by_field_name("left").is_some_and(|l| l.id() == node.id());
+    !target && !matches!(parent.kind(), "delete_statement" | "pattern_list" | "tuple_pattern")
 }
 
 /// A plain string literal (`'k'`, `"k"`, `b'k'`: one quote character each side, no escapes)
@@ -782,6 +851,40 @@ mod tests {
         assert!(Patch::single("m.py", fixes[0].1.edit.clone()).apply(text).contains("'ERRR': 40"));
         // Only where the KeyError was raised.
         assert!(super::missing_key_fixes(&file, &susp(crash("'WARNING'", false))).is_empty());
+    }
+
+    #[test]
+    fn a_key_error_gives_the_lookups_of_its_line_a_default() {
+        use crate::localize::{Crash, CrashKind, SuspiciousLine};
+        let text = "def forget(cache, counts, key):\n    cache.pop(key)\n    counts[key] = counts[key] + 1\n    del cache[key]\n";
+        let file = crate::project::SourceFile { rel: "m.py".into(), parsed: Parsed::new(text), is_test: false };
+        let susp = |line, raised_here| SuspiciousLine {
+            file: "m.py".into(),
+            line,
+            score: 1.0,
+            ochiai: 1.0,
+            dstar: 1.0,
+            stack: 1.0,
+            flow: 1.0,
+            crash: Some(Crash {
+                kind: CrashKind::KeyError,
+                type_name: "KeyError".into(),
+                message: "(0,)".into(),
+                raised_here,
+            }),
+        };
+        let patched = |line, raised_here| -> Vec<String> {
+            let fixes = super::lookup_default_fixes(&file, &susp(line, raised_here));
+            fixes
+                .into_iter()
+                .map(|m| Patch::single("m.py", m.edit).apply(text).lines().nth(line - 1).unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(patched(2, true), ["    cache.pop(key, None)"]);
+        // The read is given a default, not the assignment's target; `del` is left alone.
+        assert_eq!(patched(3, true), ["    counts[key] = counts.get(key) + 1"]);
+        assert!(patched(4, true).is_empty());
+        assert!(patched(2, false).is_empty(), "only where the KeyError was raised");
     }
 
     #[test]

@@ -204,6 +204,8 @@ pub struct FixOutcome {
     pub validated: Vec<Validated>,
     /// `git apply`-able diff of the chosen patch.
     pub diff: Option<String>,
+    /// The diff of every plausible candidate (the chosen one and its alternatives), by id.
+    pub plausible_diffs: HashMap<CandidateId, String>,
     pub warnings: Vec<String>,
     pub elapsed: Duration,
     pub baseline_elapsed: Duration,
@@ -703,6 +705,7 @@ impl FixOutcome {
             sources: Vec::new(),
             validated: Vec::new(),
             diff: None,
+            plausible_diffs: HashMap::new(),
             warnings,
             elapsed: baseline_elapsed,
             baseline_elapsed,
@@ -765,12 +768,22 @@ impl FixOutcome {
         let scored = |id: &CandidateId| self.ranking.as_ref().is_some_and(|r| r.scores.contains_key(id));
         self.overfit = (self.validated.iter())
             .filter(|v| v.outcome.is_plausible() || scored(&v.candidate_id))
-            .map(|v| (v.candidate_id, overfit::of_candidate(project, search.candidate(v.candidate_id))))
+            .map(|v| {
+                let mut patterns = overfit::of_candidate(project, search.candidate(v.candidate_id));
+                let naturalness = self.ranking.as_ref().and_then(|r| r.scores.get(&v.candidate_id));
+                patterns.extend(rank::unnatural(naturalness).then_some(AntiPattern::Unnatural));
+                (v.candidate_id, patterns)
+            })
             .collect();
-        if let Some(best) = self.best_candidate() {
-            let original = project.file(&best.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
-            self.diff = Some(unified_diff(&best.patch.file, original, &best.patched_text));
-        }
+        let diff = |c: &Candidate| {
+            let original = project.file(&c.patch.file).map(|f| f.parsed.text()).unwrap_or_default();
+            unified_diff(&c.patch.file, original, &c.patched_text)
+        };
+        self.plausible_diffs = (self.validated.iter())
+            .filter(|v| v.outcome.is_plausible())
+            .map(|v| (v.candidate_id, diff(search.candidate(v.candidate_id))))
+            .collect();
+        self.diff = self.best_candidate().map(diff);
         self.elapsed = elapsed;
     }
 }
@@ -1099,6 +1112,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     .filter(|c| {
                         !overfit::of_candidate(search.project(), c).is_empty()
                             || self.behaviour.get(&c.id).is_some_and(|b| !b.is_empty())
+                            || rank::unnatural(self.ranking.as_ref().and_then(|r| r.scores.get(&c.id)))
                     })
                     .map(|c| c.id)
                     .collect();
@@ -1171,6 +1185,10 @@ impl SearchRun<'_, '_> {
     fn anti_patterns(&self, candidate: &Candidate) -> Vec<AntiPattern> {
         let mut patterns = overfit::of_candidate(self.project, candidate);
         patterns.extend(self.behaviour.get(&candidate.id).into_iter().flatten());
+        let scores = self.ranking.as_ref().map(|r| &r.scores);
+        if rank::unnatural(scores.and_then(|s| s.get(&candidate.id))) {
+            patterns.push(AntiPattern::Unnatural);
+        }
         patterns.sort();
         patterns.dedup();
         patterns
@@ -1245,7 +1263,7 @@ fn note_overfit(notes: &Mutex<Vec<String>>, anti_patterns: &[AntiPattern]) {
     }
     let names: Vec<&str> = anti_patterns.iter().map(|a| a.name()).collect();
     push_note(notes, format!(
-        "the patch may fit the tests rather than fix the bug: it degrades the code it edits ({}; `overfit` in --json), and no plausible patch without such a change was found",
+        "the patch may fit the tests rather than fix the bug: it degrades the code it edits or reads far less natural than the bug ({}; `overfit` in --json), and no plausible patch without such a sign was found",
         names.join(", ")
     ));
 }

@@ -875,6 +875,12 @@ impl Generator<'_> {
             return;
         }
         let Some(function) = enclosing_function(node) else { return };
+        if let Some(alias) = import_alias(self.parsed, &name) {
+            // `from datetime import tzinfo as dt_tzinfo` and a `tzinfo` that is not defined: the
+            // name is imported under another one, and that one is the fix (no guess needed).
+            self.push(Operator::VariableMisuse, node, alias);
+            return;
+        }
         let mut visible = self.scope.module_names.clone();
         let mut current = Some(function);
         while let Some(f) = current {
@@ -893,6 +899,28 @@ impl Generator<'_> {
             self.push(Operator::VariableMisuse, node, other);
         }
     }
+}
+
+/// The alias under which the module imports `name` (`from m import name as alias`, `import
+/// name as alias`), when it does so once.
+fn import_alias(parsed: &Parsed, name: &str) -> Option<String> {
+    let mut aliases = BTreeSet::new();
+    let mut stack = vec![parsed.root()];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "aliased_import" {
+            let imported = n.child_by_field_name("name").map(|d| parsed.node_text(d));
+            let alias = n.child_by_field_name("alias").map(|a| parsed.node_text(a));
+            let from = n.parent().is_some_and(|p| p.kind() == "import_from_statement");
+            let names_it = imported.is_some_and(|i| if from { i == name } else { i.rsplit('.').next() == Some(name) });
+            if let (true, Some(alias)) = (names_it, alias) {
+                aliases.insert(alias.to_string());
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    (aliases.len() == 1).then(|| aliases.into_iter().next()).flatten()
 }
 
 /// Whether identifier `node` reads a variable, as far as [`bound_names`] cannot tell: not an
@@ -1375,6 +1403,15 @@ mod tests {
         for m in mutations_at_line(&parsed, 3) {
             assert!(m.edit.range.start >= src.find("    return").unwrap(), "{m:?}");
         }
+    }
+
+    #[test]
+    fn an_undefined_name_imported_under_an_alias_is_replaced_by_the_alias_only() {
+        let src = "from datetime import date\nfrom datetime import tzinfo as dt_tzinfo\nimport numpy.linalg as la\n\ndef now(tz):\n    if not isinstance(tz, tzinfo):\n        return date\n    return linalg.norm(tz)\n";
+        let v = variants(src, 6, Operator::VariableMisuse);
+        assert_eq!(v, ["if not isinstance(tz, dt_tzinfo):"], "{v:#?}");
+        let v = variants(src, 8, Operator::VariableMisuse);
+        assert_eq!(v, ["return la.norm(tz)"], "{v:#?}");
     }
 
     #[test]

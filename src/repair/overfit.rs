@@ -44,6 +44,10 @@ pub enum AntiPattern {
     DeletedSetBeforeIf,
     /// The update of a `while` loop's counter deleted: Tan's anti-delete loop-counter.
     DeletedLoopCounter,
+    /// A simple statement doubled: the copy sits right next to the statement it repeats
+    /// (`x = f(x)` run twice). It changes how often an effect happens, which passes a test that
+    /// counts by chance far more often than it fixes the code.
+    RepeatedStatement,
     /// Behavioural, not syntactic (`repair::behaviour`): on the tests' inputs the patched
     /// function returns a kind of value the buggy one never returned (`None` from a function
     /// of booleans, a list for a tuple).
@@ -52,6 +56,9 @@ pub enum AntiPattern {
     /// finish by changing what the function computes (a call the buggy function finished gets
     /// another result), not how fast.
     ChangedResults,
+    /// Judged by the language model, not by syntax (`repair::rank`): the patched function
+    /// reads far less natural than the buggy one ([`crate::repair::rank::UNNATURAL_GAIN`]).
+    Unnatural,
 }
 
 impl AntiPattern {
@@ -70,8 +77,10 @@ impl AntiPattern {
             AntiPattern::EarlyExit => "early-exit",
             AntiPattern::DeletedSetBeforeIf => "deleted-set-before-if",
             AntiPattern::DeletedLoopCounter => "deleted-loop-counter",
+            AntiPattern::RepeatedStatement => "repeated-statement",
             AntiPattern::NewReturnType => "new-return-type",
             AntiPattern::ChangedResults => "changed-results",
+            AntiPattern::Unnatural => "unnatural",
         }
     }
 }
@@ -211,7 +220,17 @@ fn compare(old: &Body<'_>, new: &Body<'_>) -> Vec<AntiPattern> {
     found.extend(deletions(old, new));
     found.extend(blocks(old, new));
     found.extend(assignments(old, new));
+    found.extend((repeats(new) > repeats(old)).then_some(AntiPattern::RepeatedStatement));
     found
+}
+
+/// Simple statements (expressions, assignments) equal to the statement right before them in
+/// their block.
+fn repeats(body: &Body<'_>) -> usize {
+    let simple = |n: &Node<'_>| n.kind() == "expression_statement";
+    body.of_kind(&["expression_statement"])
+        .filter(|n| n.prev_named_sibling().is_some_and(|p| simple(&p) && body.key(p) == body.key(*n)))
+        .count()
 }
 
 /// The nodes of `old` and of `new` that the other side lacks (compared by whitespace-free text):
@@ -751,5 +770,17 @@ mod tests {
         assert_eq!(check(&two, &two.replace("return 1", "return self.x")), Vec::<&str>::new());
         assert_eq!(check(&two, &two.replacen("return total / len(xs)", "return 0", 1)), ["constant-return"]);
         assert!(check(&two, &format!("x = 1\n{two}")).is_empty());
+    }
+
+    #[test]
+    fn a_statement_doubled_next_to_itself_is_a_repeated_statement() {
+        let body = "def load(self, schema):\n    schema = self.expand(schema)\n    self.validate(schema)\n";
+        let doubled = "    schema = self.expand(schema)\n    schema = self.expand(schema)\n";
+        assert_eq!(edit(body, "    schema = self.expand(schema)\n", doubled), ["repeated-statement"]);
+        // The same statement elsewhere, or a doubled statement the original had, is no repeat.
+        let apart = "    schema = self.expand(schema)\n    self.validate(schema)\n    schema = self.expand(schema)\n";
+        assert!(edit(body, "    schema = self.expand(schema)\n    self.validate(schema)\n", apart).is_empty());
+        let twice = "def skip(rows):\n    next(rows)\n    next(rows)\n    return rows\n";
+        assert!(edit(twice, "return rows", "return list(rows)").is_empty());
     }
 }

@@ -44,6 +44,17 @@ impl Naturalness {
 /// (`line.split(f" ")[1]` for a header value) far more often than they fix the bug.
 pub const MIN_GAIN: f64 = -20.0;
 
+/// A plausible patch whose function SmolLM2 finds this many nats less likely than the buggy
+/// one is kept aside while the search goes on for a more natural one (it is reported if none is
+/// found). Calibrated on the legacy real-bug suite's hidden tests (datasets/legacy/README.md).
+pub const UNNATURAL_GAIN: f64 = -6.0;
+
+/// Whether a scored plausible patch reads unnatural enough to search on ([`UNNATURAL_GAIN`]).
+#[must_use]
+pub fn unnatural(naturalness: Option<&Naturalness>) -> bool {
+    naturalness.is_some_and(|n| n.gain() < UNNATURAL_GAIN)
+}
+
 /// Whether a scored plausible patch reads too unnatural to report ([`MIN_GAIN`]); unscored
 /// patches are never ruled out.
 #[must_use]
