@@ -218,6 +218,32 @@ fn passing_suite_exits_with_code_4() {
 }
 
 #[test]
+fn the_callers_hash_seed_reaches_the_tests_and_a_selected_test_that_passes_gets_a_hint() {
+    let dir = project(&[
+        ("seed.py", "import os\n\ndef seed():\n    return os.environ.get('PYTHONHASHSEED')\n"),
+        ("test_seed.py", "from seed import seed\n\ndef test_seed():\n    assert seed() == '7'\n"),
+    ]);
+    let run = |seed: Option<&str>| {
+        let mut cmd = deepdebug();
+        cmd.args(["fix", "--timeout", "10s", "--lm", "none", "--tests", "test_seed.py::test_seed", "--repo"])
+            .arg(dir.path());
+        match seed {
+            Some(seed) => cmd.env("PYTHONHASHSEED", seed),
+            None => cmd.env_remove("PYTHONHASHSEED"),
+        };
+        cmd.output().unwrap()
+    };
+    let out = run(Some("7"));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("passed with PYTHONHASHSEED=7"), "{}", stderr(&out));
+    // Without it (or with `random`), runs repeat with seed 0: the test fails.
+    for seed in [None, Some("random")] {
+        let out = run(seed);
+        assert_ne!(out.status.code(), Some(4), "{}", stderr(&out));
+    }
+}
+
+#[test]
 fn python_without_pytest_exits_with_code_5() {
     let venv = tempfile::tempdir().unwrap();
     let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(venv.path()).status().unwrap();

@@ -219,6 +219,12 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
     match outcome.status {
         FixStatus::NothingToFix => {
             eprintln!("all {} tests pass: nothing to fix", outcome.baseline.tests.len());
+            if !args.tests.is_empty() {
+                eprintln!(
+                    "note: the selected tests passed with PYTHONHASHSEED={}; a test that fails only in some runs may depend on the hash seed or on test order: set PYTHONHASHSEED to a seed under which it fails",
+                    deepdebug::pytest::hash_seed()
+                );
+            }
             Ok(ExitCode::NothingToFix)
         }
         FixStatus::NotFixed => {

@@ -288,13 +288,23 @@ pub struct RunSpec<'a> {
     pub watch: &'a [String],
 }
 
+/// The hash seed of every pytest process: the caller's `PYTHONHASHSEED` when it is set to a
+/// number, else 0 (runs that repeat; `random` would make outcomes differ from run to run).
+#[must_use]
+pub fn hash_seed() -> String {
+    std::env::var("PYTHONHASHSEED")
+        .ok()
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| "0".to_string())
+}
+
 /// The environment every pytest process gets (sessions and fork servers): the plugin on the
-/// path, no bytecode files, a fixed hash seed, the coverage root and switch.
+/// path, no bytecode files, a fixed hash seed ([`hash_seed`]), the coverage root and switch.
 pub(crate) fn session_env(plugin_dir: &Path, root: &Path, coverage: bool) -> Vec<(String, OsString)> {
     vec![
         ("PYTHONPATH".into(), pythonpath(plugin_dir)),
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-        ("PYTHONHASHSEED".into(), "0".into()),
+        ("PYTHONHASHSEED".into(), hash_seed().into()),
         ("DEEPDEBUG_ROOT".into(), root.as_os_str().to_owned()),
         ("DEEPDEBUG_COVERAGE".into(), if coverage { "1" } else { "0" }.into()),
     ]

@@ -1,6 +1,6 @@
 //! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
 
-use super::operators::{mutations_at_line_in, FileScope, Operator};
+use super::operators::{mutations_at_line_in, shorten, FileScope, Operator};
 use super::priors::Priors;
 use super::search::Proposal;
 use crate::localize::Localization;
@@ -359,10 +359,16 @@ fn lookup_default_fixes(
         if start != susp.line {
             continue;
         }
-        let mutation = |range: std::ops::Range<usize>, content: String| super::operators::Mutation {
-            operator: Operator::CallArguments,
-            description: format!("`{}` → `{content}` (a default for the missing key)", parsed.node_text(node)),
-            edit: Edit::replacement(range, content),
+        // `content` replaces `range`, a part of `node` (or all of it).
+        let mutation = |range: std::ops::Range<usize>, content: String| {
+            let old = parsed.node_text(node);
+            let at = range.start - node.start_byte();
+            let new = format!("{}{content}{}", &old[..at], &old[at + range.len()..]);
+            super::operators::Mutation {
+                operator: Operator::CallArguments,
+                description: format!("`{}` → `{}` (a default for the missing key)", shorten(old), shorten(&new)),
+                edit: Edit::replacement(range, content),
+            }
         };
         match node.kind() {
             "call" => {
@@ -881,6 +887,8 @@ mod tests {
                 .collect()
         };
         assert_eq!(patched(2, true), ["    cache.pop(key, None)"]);
+        let described = super::lookup_default_fixes(&file, &susp(2, true))[0].description.clone();
+        assert_eq!(described, "`cache.pop(key)` → `cache.pop(key, None)` (a default for the missing key)");
         // The read is given a default, not the assignment's target; `del` is left alone.
         assert_eq!(patched(3, true), ["    counts[key] = counts.get(key) + 1"]);
         assert!(patched(4, true).is_empty());

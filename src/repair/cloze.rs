@@ -4,7 +4,7 @@ use super::candidate::Source;
 use super::feed::{Feed, FeedSender};
 use super::patcher::ModelTurns;
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
-use super::widen::{Round, Widening};
+use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::Localization;
 use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm, Until};
 use crate::model::ModelError;
@@ -87,7 +87,7 @@ fn round_passes(round: &Round) -> Vec<Pass> {
     let spans = round.index >= 2;
     let pass =
         |window| Pass { window, form, spans, temperature: round.temperature, top_p: round.top_p, salt: round.salt };
-    (0..round.targets).map(pass).collect()
+    round.order.iter().copied().map(pass).collect()
 }
 
 /// Tokens a sample may take per line.
@@ -128,6 +128,8 @@ struct FunctionJob {
 pub struct ClozeSource {
     feed: Feed,
     stats: Arc<Mutex<ClozeStats>>,
+    /// Which windows led to progress, for the sampler's next rounds.
+    progress: Progress,
 }
 
 impl ClozeSource {
@@ -148,7 +150,10 @@ impl ClozeSource {
             .collect();
         let (feed, FeedSender { tx, stop, paused }) = Feed::new();
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
+        let lines = |jobs: &Vec<FunctionJob>| jobs.iter().map(|j| (j.file.clone(), j.first + 1, j.end)).collect();
+        let (progress, inbox) = Progress::new(Source::LanguageModel, windows.iter().map(lines).collect());
         let worker = Worker {
+            inbox,
             tx,
             stop,
             paused,
@@ -166,7 +171,7 @@ impl ClozeSource {
             )),
         };
         std::thread::spawn(move || worker.run(&windows));
-        ClozeSource { feed, stats }
+        ClozeSource { feed, stats, progress }
     }
 
     /// A handle on the sampler's statistics (read after the search).
@@ -189,7 +194,8 @@ impl CandidateSource for ClozeSource {
         self.feed.pause(paused);
     }
 
-    fn next(&mut self, _view: &View<'_>) -> Produced {
+    fn next(&mut self, view: &View<'_>) -> Produced {
+        self.progress.observe(view);
         self.feed.drain()
     }
 }
@@ -269,6 +275,8 @@ struct Worker {
     note: String,
     /// The rounds, and the candidates proposed so far (duplicates are not sent).
     widening: RefCell<Widening>,
+    /// Credit for the windows whose candidates made progress (applied before each round).
+    inbox: Inbox,
 }
 
 impl Worker {
@@ -276,6 +284,7 @@ impl Worker {
     /// bring no new candidate.
     fn run(&self, windows: &[Vec<FunctionJob>]) {
         let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| loop {
+            self.inbox.apply(&mut self.widening.borrow_mut());
             let Some(round) = self.widening.borrow_mut().next_round() else { return Ok(()) };
             for pass in round_passes(&round) {
                 for job in &windows[pass.window] {
@@ -736,6 +745,7 @@ mod tests {
             turns: None,
             note: String::new(),
             widening: RefCell::new(Widening::new(WINDOWS, 1, 1, 0.8, 0.95)),
+            inbox: Inbox::default(),
         };
         let resume = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(150));

@@ -1292,7 +1292,7 @@ fn collect_identifiers(parsed: &Parsed, node: Node<'_>, names: &mut BTreeSet<Str
     }
 }
 
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > 40 {
         format!("{}…", one_line.chars().take(39).collect::<String>())

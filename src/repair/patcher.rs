@@ -3,7 +3,7 @@
 use super::candidate::{minimal_edit, reindent, NeuralLimits, Source};
 use super::feed::{Feed, FeedSender};
 use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
-use super::widen::{Round, Widening};
+use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::SuspiciousFunction;
 use crate::model::{ModelError, Patcher, SampleOptions, SampleRun};
 use crate::patch::Patch;
@@ -263,6 +263,8 @@ fn defines(text: &str, name: &str) -> bool {
 pub struct PatcherSource {
     feed: Feed,
     error: Arc<Mutex<Option<String>>>,
+    /// Which functions' rewrites led to progress, for the sampler's next rounds.
+    progress: Progress,
 }
 
 impl PatcherSource {
@@ -285,9 +287,12 @@ impl PatcherSource {
             .collect();
         let (feed, FeedSender { tx, stop, paused }) = Feed::new();
         let error = Arc::new(Mutex::new(None));
-        let worker = Worker { tx, stop, paused, error: Arc::clone(&error), limits: limits.clone(), turns };
+        let lines =
+            |p: &FunctionPlan| vec![(p.file.clone(), p.start_line, p.start_line + p.old.lines().count().max(1) - 1)];
+        let (progress, inbox) = Progress::new(Source::Neural, plans.iter().map(lines).collect());
+        let worker = Worker { tx, stop, paused, error: Arc::clone(&error), limits: limits.clone(), turns, inbox };
         std::thread::spawn(move || worker.run(sampler, &plans));
-        PatcherSource { feed, error }
+        PatcherSource { feed, error, progress }
     }
 
     /// Why sampling stopped, if it failed (read after the search).
@@ -310,7 +315,8 @@ impl CandidateSource for PatcherSource {
         self.feed.pause(paused);
     }
 
-    fn next(&mut self, _view: &View<'_>) -> Produced {
+    fn next(&mut self, view: &View<'_>) -> Produced {
+        self.progress.observe(view);
         self.feed.drain()
     }
 }
@@ -322,6 +328,8 @@ struct Worker {
     /// Hold the model while the search scores and confirms plausible patches.
     paused: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
+    /// Credit for the functions whose rewrites made progress (applied before each round).
+    inbox: Inbox,
     limits: NeuralLimits,
     turns: Option<Arc<ModelTurns>>,
 }
@@ -338,8 +346,11 @@ impl Worker {
         }
         let (base, top_p) = (self.limits.max_functions, self.limits.top_p);
         let mut widening = Widening::new(base, base, plans.len(), self.limits.temperature, top_p);
-        while let Some(round) = widening.next_round() {
-            for plan in &plans[..round.targets] {
+        while let Some(round) = {
+            self.inbox.apply(&mut widening);
+            widening.next_round()
+        } {
+            for plan in round.order.iter().map(|&i| &plans[i]) {
                 if self.stopped() {
                     return;
                 }
@@ -349,7 +360,7 @@ impl Worker {
                     }
                 }
                 let turn = self.turns.as_ref().map(|t| t.patcher_turn());
-                let run = self.sample(&mut sampler, plan, round);
+                let run = self.sample(&mut sampler, plan, &round);
                 drop(turn);
                 let proposals = match run {
                     Ok(run) => plan.proposals(run, self.limits.samples),
@@ -366,7 +377,7 @@ impl Worker {
         }
     }
 
-    fn sample(&self, sampler: &mut Patcher, plan: &FunctionPlan, round: Round) -> Result<SampleRun, ModelError> {
+    fn sample(&self, sampler: &mut Patcher, plan: &FunctionPlan, round: &Round) -> Result<SampleRun, ModelError> {
         let options = SampleOptions {
             n: self.limits.samples,
             temperature: round.temperature,

@@ -212,3 +212,52 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
     let stats = search.stats();
     assert_eq!(stats[0].1.partial, 0);
 }
+
+/// A generative source that learns, as `ClozeSource` and `PatcherSource` do, from the results
+/// it sees in `next`.
+struct Learner {
+    fake: Fake,
+    progress: crate::repair::widen::Progress,
+}
+
+impl CandidateSource for Learner {
+    fn kind(&self) -> SourceKind {
+        self.fake.kind()
+    }
+    fn bound(&self) -> f64 {
+        self.fake.bound()
+    }
+    fn next(&mut self, view: &View<'_>) -> Produced {
+        self.progress.observe(view);
+        self.fake.next(view)
+    }
+}
+
+#[test]
+fn a_generative_source_learns_which_of_its_targets_made_progress() {
+    use crate::repair::widen::{Progress, Widening};
+    let (_dir, project) = project();
+    // Target 0 holds line 2, target 1 lines 3-4.
+    let targets = vec![vec![("m.py".to_string(), 2, 2)], vec![("m.py".to_string(), 3, 4)]];
+    let (progress, inbox) = Progress::new(Source::LanguageModel, targets);
+    let batches = vec![vec![proposal("a + b", "b + a", 0.5), proposal("a * b", "a * a", 0.4)], Vec::new()];
+    // Still sampling (pending) at the end, as a background source is: it is asked again.
+    let fake = Fake { pending_at_end: true, ..Fake::new(SourceKind::LanguageModel, batches) };
+    let learner = Learner { fake, progress };
+    let mut search = Search::new(&project, vec![Box::new(learner)], later());
+    let first = take(&mut search);
+    assert_eq!(first.line, 2);
+    failed(&mut search, &first);
+    let second = take(&mut search);
+    assert_eq!(second.line, 4);
+    search.record(&Validated {
+        candidate_id: second.id,
+        outcome: CandidateOutcome::StillFailing { failing: vec!["t2".into()], fixed: 1 },
+        elapsed: Duration::from_millis(10),
+        path: crate::repair::lab::PathTaken::BATCH,
+    });
+    let _ = search.next_candidate(); // the source reads the results
+    let mut widening = Widening::new(2, 1, 2, 0.8, 0.95);
+    inbox.apply(&mut widening);
+    assert_eq!(widening.next_round().unwrap().order, [1, 0], "the partial fix's target first");
+}
