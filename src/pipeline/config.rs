@@ -337,3 +337,20 @@ impl PipelineConfig {
         crate::settings::parse_duration(&self.evaluate.test_timeout).map_err(|e| PipelineError::Config(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PipelineConfig;
+
+    #[test]
+    fn the_shipped_configs_load_and_the_gpu_ones_scale_the_cpu_run() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/pipeline");
+        let load = |name: &str| PipelineConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (cpu, smoke, full) = (load("cpu.toml"), load("gpu-smoke.toml"), load("gpu-full.toml"));
+        assert_eq!(full.patcher.steps, cpu.patcher.steps * 100);
+        assert_eq!(full.bug_creator.steps, cpu.bug_creator.steps * 100);
+        assert_eq!(full.patcher.max_source_len, 1024);
+        assert!(smoke.patcher.steps < full.patcher.steps / 10);
+        assert_eq!(smoke.pairs.corpus, cpu.pairs.corpus, "the same corpus, found from the same folder");
+    }
+}
