@@ -4,6 +4,7 @@ pub mod debugger;
 pub mod eval;
 pub mod exclude;
 pub mod exit_code;
+pub mod hash;
 pub mod inject;
 pub mod interrupt;
 pub mod io_error;

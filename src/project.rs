@@ -1,5 +1,6 @@
 //! The user's Python project: its source files, which ones are tests, and scratch copies of it.
 
+use crate::io_error::path_io;
 use crate::python::{Parsed, SyntaxError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,13 +31,8 @@ const SKIP_DIRS: &[&str] = &[
 pub enum ProjectError {
     #[error("`{0}` is not a directory")]
     NotADirectory(PathBuf),
-    #[error("failed to {action} `{path}`: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::PathIoError),
 }
 
 /// A Python source file of the project.
@@ -86,11 +82,7 @@ impl Project {
         if !root.is_dir() {
             return Err(ProjectError::NotADirectory(root.to_path_buf()));
         }
-        let root = root.canonicalize().map_err(|source| ProjectError::Io {
-            action: "resolve",
-            path: root.to_path_buf(),
-            source,
-        })?;
+        let root = root.canonicalize().map_err(path_io("resolve", root))?;
         let mut files = BTreeMap::new();
         let mut warnings = Vec::new();
         let walker = walkdir::WalkDir::new(&root)
@@ -103,11 +95,7 @@ impl Project {
             }
             let Ok(rel) = entry.path().strip_prefix(&root) else { continue };
             let rel = rel.to_string_lossy().replace('\\', "/");
-            let bytes = std::fs::read(entry.path()).map_err(|source| ProjectError::Io {
-                action: "read",
-                path: entry.path().to_path_buf(),
-                source,
-            })?;
+            let bytes = std::fs::read(entry.path()).map_err(path_io("read", entry.path()))?;
             let Ok(text) = String::from_utf8(bytes) else {
                 warnings.push(Warning::NotUtf8 { rel });
                 continue;

@@ -50,13 +50,8 @@ pub struct InjectOptions {
 /// Errors that stop the whole run (per-repository problems are reported and skipped instead).
 #[derive(Debug, thiserror::Error)]
 pub enum InjectError {
-    #[error("failed to {action} `{path}`: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::PathIoError),
     #[error(transparent)]
     Pytest(#[from] PytestError),
     #[error(transparent)]
@@ -83,10 +78,7 @@ pub enum InjectEvent {
 /// # Errors
 /// Only when the output directory cannot be written or Python/pytest are unusable.
 pub fn run(options: &InjectOptions, on_event: &(dyn Fn(InjectEvent) + Sync)) -> Result<Vec<RepoReport>, InjectError> {
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| InjectError::Io { action, path, source }
-    };
+    let io = crate::io_error::path_io;
     std::fs::create_dir_all(&options.out).map_err(io("create", &options.out))?;
     let tag = options.shard.file_stem();
     let rows_path = options.out.join(format!("bugs-{tag}.jsonl"));
@@ -632,8 +624,7 @@ fn validate(
 }
 
 fn hash(text: &str) -> u64 {
-    // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    crate::hash::fnv1a(text.bytes())
 }
 
 #[cfg(test)]

@@ -368,12 +368,7 @@ fn changed_chunks(before: &str, after: &str) -> (Vec<Unit>, Vec<Unit>) {
 /// so checkpoints can restore the deduplication set from written rows.
 #[must_use]
 pub fn pair_hash(before: &str, after: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in before.bytes().chain([0xff]).chain(after.bytes()) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
+    crate::hash::fnv1a(before.bytes().chain([0xff]).chain(after.bytes()))
 }
 
 #[cfg(test)]

@@ -118,13 +118,8 @@ impl Manifest {
 /// Errors that stop the pipeline (the stage stays unfinished; a rerun retries it).
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("failed to {action} `{path}`: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::io_error::PathIoError),
     #[error("pipeline config: {0}")]
     Config(String),
     #[error("stage {stage}: {message}")]
@@ -141,7 +136,7 @@ pub enum PipelineError {
 
 impl PipelineError {
     pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> PipelineError {
-        PipelineError::Io { action, path: path.to_path_buf(), source }
+        PipelineError::Io(crate::io_error::PathIoError { action, path: path.to_path_buf(), source })
     }
 
     pub(crate) fn stage(stage: Stage, message: impl Into<String>) -> PipelineError {

@@ -559,7 +559,9 @@ mod tests {
             }
         }
         assert!(count > 0);
-        // Generous for an unoptimized build on a loaded machine.
-        assert!(started.elapsed().as_millis() < 1000, "{:?}", started.elapsed());
+        // A guard against a blow-up (every template tried on every subexpression), not a
+        // measurement: 40 lines take a few ms; 5 s leaves room for a debug build on a loaded
+        // machine. Template speed is measured where `fix` spends it (`cargo bench --bench repair`).
+        assert!(started.elapsed().as_millis() < 5000, "{:?}", started.elapsed());
     }
 }
