@@ -117,6 +117,22 @@ pub fn changed_values(before: &BTreeMap<String, String>, after: &BTreeMap<String
     common.fold((0, 0), |(n, changed), differs| (n + 1, changed + usize::from(differs)))
 }
 
+/// Lines of project code the failing tests ran, over all files (`failing` in `session`).
+#[must_use]
+pub fn lines_run(session: &Session, failing: &[String]) -> usize {
+    let mut lines: BTreeSet<(&str, usize)> = BTreeSet::new();
+    for test in session.tests.iter().filter(|t| failing.contains(&t.nodeid)) {
+        for (file, covered) in &test.coverage {
+            lines.extend(covered.iter().map(|&l| (file.as_str(), l)));
+        }
+    }
+    lines.len()
+}
+
+/// Fewer lines than this run by the failing tests at baseline: too little code to tell a
+/// skipped part from a shorter path.
+const MIN_LINES_RUN: usize = 20;
+
 /// What a patched function did differently from the buggy one on the tests' inputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Findings {
@@ -125,9 +141,20 @@ pub struct Findings {
     /// Argument lists on which both returned, and those with another result.
     pub compared: usize,
     pub changed: usize,
+    /// Lines of project code the failing tests ran at baseline and with the patch (`None`:
+    /// not measured).
+    pub lines_run: Option<(usize, usize)>,
 }
 
 impl Findings {
+    /// The failing tests pass because most of the code they ran no longer runs: with the patch
+    /// they run under half the lines they ran at baseline (a fix makes a test that failed run
+    /// about as much code, or more: it gets past the failure).
+    #[must_use]
+    pub fn skips_code(&self) -> bool {
+        self.lines_run.is_some_and(|(before, after)| before >= MIN_LINES_RUN && after * 2 < before)
+    }
+
     /// For a patch whose failing tests all timed out at baseline: it changes what is computed
     /// (some call that the buggy function finished gets another result) rather than how fast.
     #[must_use]
@@ -141,6 +168,8 @@ impl Findings {
 struct Observed {
     kinds: BTreeSet<String>,
     values: BTreeMap<String, String>,
+    /// Lines the failing tests ran (patched runs only: they record coverage).
+    lines_run: usize,
 }
 
 /// Runs the watched tests on the buggy project and on patched copies, remembering what the
@@ -159,7 +188,8 @@ impl<'a> ReturnCheck<'a> {
     }
 
     /// What `candidate`'s function does differently on `tests` from the buggy one (nothing
-    /// when there was no time to tell before `deadline`).
+    /// when there was no time to tell before `deadline`); `baseline` (with coverage) tells what
+    /// the `failing` tests ran before.
     ///
     /// # Errors
     /// When a scratch copy cannot be made or pytest cannot run.
@@ -167,22 +197,23 @@ impl<'a> ReturnCheck<'a> {
         &mut self,
         candidate: &Candidate,
         watched: &Watched,
-        tests: &[String],
-        deadline: Instant,
+        (tests, failing): (&[String], &[String]),
+        (baseline, deadline): (&Session, Instant),
     ) -> Result<Findings, LabError> {
         if tests.is_empty() {
             return Ok(Findings::default());
         }
         if !self.before.contains_key(&watched.key) {
-            let before = self.run(None, watched, tests, deadline)?;
+            let before = self.run(None, watched, (tests, failing), deadline)?;
             self.before.insert(watched.key.clone(), before);
         }
         let Some(Some(before)) = self.before.get(&watched.key).cloned() else { return Ok(Findings::default()) };
-        let Some(after) = self.run(Some(candidate), watched, tests, deadline)? else {
+        let Some(after) = self.run(Some(candidate), watched, (tests, failing), deadline)? else {
             return Ok(Findings::default());
         };
         let (compared, changed) = changed_values(&before.values, &after.values);
-        Ok(Findings { new_kinds: new_kinds(&before.kinds, &after.kinds), compared, changed })
+        let lines_run = Some((lines_run(baseline, failing), after.lines_run));
+        Ok(Findings { new_kinds: new_kinds(&before.kinds, &after.kinds), compared, changed, lines_run })
     }
 
     /// What the function did in a scratch copy (patched with `candidate`, if any); `None` when
@@ -191,7 +222,7 @@ impl<'a> ReturnCheck<'a> {
         &self,
         candidate: Option<&Candidate>,
         watched: &Watched,
-        tests: &[String],
+        (tests, failing): (&[String], &[String]),
         deadline: Instant,
     ) -> Result<Option<Observed>, LabError> {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -206,10 +237,14 @@ impl<'a> ReturnCheck<'a> {
         let per_test = if candidate.is_none() { self.per_test.min(BUGGY_PER_TEST) } else { self.per_test };
         let run = TestRun { per_test_timeout: Some(per_test), ..TestRun::new(Some(tests), left.min(MAX_SESSION)) };
         let watch = [watched.key.clone()];
-        let spec = RunSpec { root: dir.path(), coverage: false, run, deselect: &[], watch: &watch };
+        // The patched run records coverage: what the failing tests still run.
+        let spec = RunSpec { root: dir.path(), coverage: candidate.is_some(), run, deselect: &[], watch: &watch };
         let session = self.pytest.run(&spec)?;
-        Ok((!session.exit.is_timeout())
-            .then(|| Observed { kinds: returned(&session, &watched.key), values: values(&session, &watched.key) }))
+        Ok((!session.exit.is_timeout()).then(|| Observed {
+            kinds: returned(&session, &watched.key),
+            values: values(&session, &watched.key),
+            lines_run: lines_run(&session, failing),
+        }))
     }
 }
 
@@ -328,11 +363,14 @@ mod tests {
         let none = candidate(&project, "shop.py", last, "    return None\n\n\ndef label");
         let watched = Watched::of(&project, &none).expect("the edit is inside `discounted`");
         assert_eq!(watched.key, "shop.py:4", "the decorator's line, as co_firstlineno");
-        assert_eq!(check.check(&none, &watched, &tests, deadline).unwrap().new_kinds, ["NoneType"]);
+        let baseline =
+            pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
+        let on = (tests.as_slice(), &tests[..1]);
+        assert_eq!(check.check(&none, &watched, on, (&baseline, deadline)).unwrap().new_kinds, ["NoneType"]);
 
         let fixed = candidate(&project, "shop.py", last, "    return False\n\n\ndef label");
         assert!(
-            check.check(&fixed, &watched, &tests, deadline).unwrap().new_kinds.is_empty(),
+            check.check(&fixed, &watched, on, (&baseline, deadline)).unwrap().new_kinds.is_empty(),
             "False is a boolean too"
         );
         assert!(Watched::of(&project, &candidate(&project, "shop.py", "import functools", "import os")).is_none());
@@ -348,17 +386,59 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(120);
         let tests = vec!["test_stairs.py::test_many".to_string()];
         let old = "    return ways(n - 1) + ways(n - 2)\n";
+        let (tests, baseline) = (
+            (tests.as_slice(), tests.as_slice()),
+            (&Session::empty(crate::process::Exit::Success, Duration::ZERO), deadline),
+        );
 
         // Fast and wrong: the small calls the buggy function finished now return other values.
         let wrong = candidate(&project, "stairs.py", old, "    return ways(n - 1) * 2\n");
         let watched = Watched::of(&project, &wrong).unwrap();
-        let findings = check.check(&wrong, &watched, &tests, deadline).unwrap();
+        let findings = check.check(&wrong, &watched, tests, baseline).unwrap();
         assert!(findings.changes_results() && findings.compared > 10, "{findings:?}");
 
         // Fast and right (memoized): every call both finished returns what it did.
         let def = "def ways(n):";
         let right = candidate(&project, "stairs.py", def, "@__import__('functools').lru_cache(None)\ndef ways(n):");
-        let findings = check.check(&right, &watched, &tests, deadline).unwrap();
+        let findings = check.check(&right, &watched, tests, baseline).unwrap();
         assert!(!findings.changes_results() && findings.compared > 10, "{findings:?}");
+    }
+
+    /// A checker of every line of every file under a directory, and a failing test of the whole.
+    const LINTER: &str = "import os\n\n\ndef check_line(line):\n    problems = []\n    if line.endswith(' '):\n        problems.append('trailing space')\n    if '\\t' in line:\n        problems.append('tab')\n    if len(line) > 20:\n        problems.append('long')\n    return problems\n\n\ndef check_file(path):\n    found = []\n    with open(path) as f:\n        for number, line in enumerate(f, 1):\n            line = line.rstrip('\\n')\n            for problem in check_line(line):\n                found.append((number, problem))\n    return found\n\n\ndef check_dir(root):\n    found = {}\n    for name in sorted(os.listdir(root)):\n        path = os.path.join(root, name)\n        if os.path.isdir(path):\n            found.update(check_dir(path))\n        else:\n            found[name] = check_file(path)\n    return found\n\n\ndef count(root):\n    total = 0\n    for problems in check_dir(root).values():\n        total += len(problems)\n    return total\n";
+
+    #[test]
+    fn a_patch_that_makes_the_failing_test_skip_the_code_it_tested_is_caught() {
+        let test = "import os\nfrom lint import count\n\nHERE = os.path.dirname(__file__)\n\n\ndef test_count():\n    assert count(os.path.join(HERE, 'data')) == 2\n";
+        let (dir, project, pytest) = python_project(&[("lint.py", LINTER), ("test_lint.py", test)]);
+        std::fs::create_dir_all(dir.path().join("data/sub")).unwrap();
+        std::fs::write(dir.path().join("data/a.txt"), "ok\nwith a tab\there\n").unwrap();
+        std::fs::write(dir.path().join("data/sub/b.txt"), "a line that is far too long\nfine \n").unwrap();
+        let baseline =
+            pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
+        let failing = vec!["test_lint.py::test_count".to_string()];
+        assert!(baseline.test(&failing[0]).is_some_and(|t| !t.outcome.is_ok()), "4 problems, not 2");
+        let mut check = ReturnCheck::new(&pytest, dir.path(), Duration::from_secs(10));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let on = (failing.as_slice(), failing.as_slice());
+
+        // Skipping subdirectories counts 2 (and tests almost nothing): skipped code.
+        let from = "            found.update(check_dir(path))\n";
+        let skip = candidate(&project, "lint.py", from, "            continue\n");
+        let watched = Watched::of(&project, &skip).unwrap();
+        let findings = check.check(&skip, &watched, on, (&baseline, deadline)).unwrap();
+        assert!(!findings.skips_code(), "the subdirectory's file was a third of the lines: {findings:?}");
+        // Checking nothing at all: the test no longer runs the checker.
+        let from = "        problems.append('long')\n    return problems\n";
+        let nothing =
+            candidate(&project, "lint.py", from, "        problems.append('long')\n    return problems[:0]\n");
+        let from = "    for problems in check_dir(root).values():\n        total += len(problems)\n    return total\n";
+        let evade = candidate(&project, "lint.py", from, "    return 2\n");
+        let watched = Watched::of(&project, &evade).unwrap();
+        let findings = check.check(&evade, &watched, on, (&baseline, deadline)).unwrap();
+        assert!(findings.skips_code(), "{findings:?}");
+        let watched = Watched::of(&project, &nothing).unwrap();
+        let findings = check.check(&nothing, &watched, on, (&baseline, deadline)).unwrap();
+        assert!(!findings.skips_code(), "the same code runs, with another result: {findings:?}");
     }
 }

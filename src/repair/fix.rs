@@ -892,13 +892,20 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 Some(watched) => {
                     let tests = watched.tests(self.config.baseline, &self.config.failing);
                     let until = Instant::now() + self.deadline.saturating_duration_since(Instant::now()) / 5;
-                    let findings = self.returns.check(candidate, &watched, &tests, until).unwrap_or_default();
+                    let (failing, baseline) = (&self.config.failing, self.config.baseline);
+                    let findings = self
+                        .returns
+                        .check(candidate, &watched, (&tests, failing), (baseline, until))
+                        .unwrap_or_default();
                     let mut flags = Vec::new();
                     if !findings.new_kinds.is_empty() {
                         flags.push(AntiPattern::NewReturnType);
                     }
                     if self.failing_timed_out() && findings.changes_results() {
                         flags.push(AntiPattern::ChangedResults);
+                    }
+                    if findings.skips_code() {
+                        flags.push(AntiPattern::SkippedCode);
                     }
                     flags
                 }

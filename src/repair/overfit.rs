@@ -56,6 +56,9 @@ pub enum AntiPattern {
     /// finish by changing what the function computes (a call the buggy function finished gets
     /// another result), not how fast.
     ChangedResults,
+    /// Behavioural: the failing tests pass because most of the code they ran at baseline no
+    /// longer runs (a directory skipped, a loop left early): they no longer test the bug.
+    SkippedCode,
     /// Judged by the language model, not by syntax (`repair::rank`): the patched function
     /// reads far less natural than the buggy one ([`crate::repair::rank::UNNATURAL_GAIN`]).
     Unnatural,
@@ -80,6 +83,7 @@ impl AntiPattern {
             AntiPattern::RepeatedStatement => "repeated-statement",
             AntiPattern::NewReturnType => "new-return-type",
             AntiPattern::ChangedResults => "changed-results",
+            AntiPattern::SkippedCode => "skipped-code",
             AntiPattern::Unnatural => "unnatural",
         }
     }
