@@ -1115,14 +1115,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 if let Some(ranking) = &mut self.ranking {
                     ranking.superseded.clone_from(&superseded);
                 }
-                let flagged: HashSet<CandidateId> = (plausible.iter())
-                    .filter(|c| {
-                        !overfit::of_candidate(search.project(), c).is_empty()
-                            || self.behaviour.get(&c.id).is_some_and(|b| !b.is_empty())
-                            || rank::unnatural(self.ranking.as_ref().and_then(|r| r.scores.get(&c.id)))
-                    })
-                    .map(|c| c.id)
-                    .collect();
+                let flagged: HashSet<CandidateId> =
+                    plausible.iter().filter(|c| !self.anti_patterns(c).is_empty()).map(|c| c.id).collect();
                 let key = |c: &Candidate| match &self.ranking {
                     Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
                     None => c.score,
