@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TRACER_PY: &str = include_str!("tracer.py");
+/// The tracer, after the value reprs it shares with the other embedded scripts.
+const TRACER_PY: &str = concat!(include_str!("../python_shared/values.py"), include_str!("tracer.py"));
 
 /// Errors from running Python.
 #[derive(Debug, thiserror::Error)]

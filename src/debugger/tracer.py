@@ -7,16 +7,15 @@
 # `main`) is called under the tracer. Only frames whose code lives in the program file are
 # recorded. The result is written as JSON to out_path exactly once; hitting a limit writes
 # the events recorded so far with exit "never" and terminates the process immediately.
+# Deployed with src/python_shared/values.py prepended (`plain_repr`, `unrepresentable`, `clipped`).
 import ast
 import json
 import os
-import re
 import signal
 import sys
 import types
 
 FORMAT_VERSION = 1
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def main():
@@ -79,13 +78,7 @@ def main():
             if t is frozenset:
                 return "frozenset({" + body + "})"
             return "{" + body + "}"
-        try:
-            text = repr(value)
-        except BaseException as exc:  # noqa: BLE001 - user __repr__ may do anything.
-            return "<unrepresentable %s: %s>" % (t.__name__, type(exc).__name__)
-        if not isinstance(text, str):
-            return "<unrepresentable %s>" % t.__name__
-        return _ADDR.sub("", text)
+        return plain_repr(value)
 
     parsed = {}
 
@@ -121,10 +114,8 @@ def main():
         try:
             text = bounded(value, max_repr, set())
         except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError in deep nesting.
-            text = "<unrepresentable %s: %s>" % (type(value).__name__, type(exc).__name__)
-        if len(text) > max_repr:
-            text = text[:max_repr] + "..."
-        return text
+            text = unrepresentable(value, exc)
+        return clipped(text, max_repr)
 
     def write(exit_kind, limit, exception, force_exit):
         if state["written"]:

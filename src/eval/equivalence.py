@@ -96,12 +96,14 @@ def run(root, package, name, inputs_file, per_call):
         out.flush()
 
 
+def _bare_string(stmt):
+    """Whether a statement is a string on its own (a docstring, or a string used as a comment)."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
 class _DropStrings(ast.NodeTransformer):
     def _body(self, body):
-        kept = [
-            stmt for stmt in body
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str))
-        ]
+        kept = [stmt for stmt in body if not _bare_string(stmt)]
         return kept or [ast.Pass()]
 
     def generic_visit(self, node):

@@ -46,15 +46,28 @@ import threading
 import time
 import types
 
-# Duplicated before fds 1 and 2 are pointed at /dev/null (the protocol fd may be fd 1).
-_PROTO = os.fdopen(os.dup(int(os.environ.get("DEEPDEBUG_PROTO_FD") or 3)), "w", buffering=1)
-_REQUESTS = os.fdopen(os.dup(0), "r")  # pytest's capturing later replaces fd 0
-sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
-_LOG = os.environ.get("DEEPDEBUG_SERVER_LOG") or os.devnull  # for debugging the server
-_devnull = os.open(_LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-os.dup2(_devnull, 1)
-os.dup2(_devnull, 2)
-sys.stdout = sys.stderr = open(_LOG, "a")
+_PROTO = None  # replies
+_REQUESTS = None  # requests
+
+
+def take_over_stdio():
+    """The server process's set-up, before it imports pytest: the protocol's files, and its own
+    output (and pytest's) out of the way."""
+    global _PROTO, _REQUESTS
+    # Duplicated before fds 1 and 2 are pointed at /dev/null (the protocol fd may be fd 1).
+    _PROTO = os.fdopen(os.dup(int(os.environ.get("DEEPDEBUG_PROTO_FD") or 3)), "w", buffering=1)
+    _REQUESTS = os.fdopen(os.dup(0), "r")  # pytest's capturing later replaces fd 0
+    sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
+    log = os.environ.get("DEEPDEBUG_SERVER_LOG") or os.devnull  # for debugging the server
+    devnull = os.open(log, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    sys.stdout = sys.stderr = open(log, "a")
+
+
+# Run as the server (a script); imported (the unit tests), the module changes nothing.
+if __name__ == "__main__":
+    take_over_stdio()
 
 import pytest  # noqa: E402
 import _pytest.config  # noqa: E402
@@ -314,7 +327,8 @@ def swap_plan(swap):
 def run_items(items, exit_first):
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
-        if exit_first and index > 0 and deepdebug_plugin.outcome_of(items[index - 1].nodeid) not in ("passed", "skipped"):
+        if (exit_first and index > 0
+                and deepdebug_plugin.outcome_of(items[index - 1].nodeid) not in ("passed", "skipped")):
             nextitem = None
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         if exit_first and deepdebug_plugin.outcome_of(item.nodeid) not in ("passed", "skipped"):
@@ -1004,4 +1018,6 @@ def main():
     os.close(done)
     os.waitpid(pid, 0)
 
-main()
+
+if __name__ == "__main__":
+    main()

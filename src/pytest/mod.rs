@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The pytest plugin, shipped inside the binary and written to a temp dir at run time.
-pub const PLUGIN_SOURCE: &str = include_str!("plugin.py");
+/// The pytest plugin, shipped inside the binary and written to a temp dir at run time (after
+/// the value reprs it shares with the other embedded scripts).
+pub const PLUGIN_SOURCE: &str = concat!(include_str!("../python_shared/values.py"), include_str!("plugin.py"));
 const PLUGIN_MODULE: &str = "deepdebug_plugin";
 
 /// Errors that stop a pytest run from producing a report at all.

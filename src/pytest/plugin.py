@@ -14,6 +14,7 @@ Loaded with `-p deepdebug_plugin`; configured through environment variables:
                            what it returned per argument list as `values` (see `_call_key`)
 The file `deepdebug_origin` beside this module, when present, names the user's checkout that
 the scratch copy at DEEPDEBUG_ROOT was made from (see `_follow_the_copy`).
+Deployed with src/python_shared/values.py prepended (`unrepresentable`).
 """
 import dis
 import inspect
@@ -224,7 +225,7 @@ def _safe_repr(value):
     try:
         return _repr.repr(value)
     except BaseException as exc:  # a broken __repr__ must not break the report
-        return "<unrepresentable %s: %s>" % (type(value).__name__, type(exc).__name__)
+        return unrepresentable(value, exc)
 
 
 def _below_root(filename):

@@ -54,4 +54,5 @@ def main():
             sys.stdout.flush()
 
 
-main()
+if __name__ == "__main__":  # as `python3 -c` runs it
+    main()

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The recorder's Python source, shipped inside the binary.
-const RECORDER: &str = include_str!("script.py");
+/// The recorder's Python source, shipped inside the binary (after the value reprs it shares
+/// with the other embedded scripts).
+const RECORDER: &str = concat!(include_str!("../../python_shared/values.py"), include_str!("script.py"));
 
 /// What and how to record.
 #[derive(Debug, Clone)]

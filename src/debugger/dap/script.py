@@ -10,14 +10,12 @@
 # "exception" | "system_exit" | "os_exit" | "truncated", "code": int | null, "limit": ...,
 # "exception": str | null}. Lines are flushed as they go, so a process killed by a signal
 # still leaves what it recorded.
+# Deployed with src/python_shared/values.py prepended (`plain_repr`).
 import json
 import os
-import re
 import signal
 import sys
 import traceback
-
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 class Recorder:
@@ -55,14 +53,7 @@ class Recorder:
         return known
 
     def text(self, value):
-        try:
-            text = repr(value)
-        except BaseException as exc:  # noqa: BLE001 - a user __repr__ may do anything
-            return "<unrepresentable %s: %s>" % (type(value).__name__, type(exc).__name__)
-        if not isinstance(text, str):
-            return "<unrepresentable %s>" % type(value).__name__
-        text = _ADDR.sub("", text)
-        return text if len(text) <= self.max_repr else text[: self.max_repr] + "..."
+        return plain_repr(value, self.max_repr)
 
     def variable(self, name, value, level):
         var = {"name": name, "value": self.text(value), "type": type(value).__name__}
