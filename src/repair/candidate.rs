@@ -508,7 +508,15 @@ pub fn admitted(id: CandidateId, proposal: Proposal, checked: Checked) -> Candid
         patched_text: checked.patched_text,
         source: proposal.source,
         line: proposal.line,
-        description: proposal.description,
+        description: if checked.removed_stores.is_empty() {
+            proposal.description
+        } else {
+            format!(
+                "{} (and the assignment to `{}` it leaves unused)",
+                proposal.description,
+                checked.removed_stores.join("`, `")
+            )
+        },
         score: proposal.score,
         edit_size,
         deleted_calls: checked.deleted_calls,
@@ -638,6 +646,8 @@ pub struct Checked {
     pub patch: Patch,
     pub patched_text: String,
     pub focus: Option<Focus>,
+    /// Names whose assignments the patch left dead and [`super::cleanup`] removed with it.
+    pub removed_stores: Vec<String>,
 }
 
 /// Why [`check_patch`] dropped a patch.
@@ -667,11 +677,25 @@ pub fn check_patch(
     if !reparsed.is_valid() || misplaced_statement(&reparsed, &patch) {
         return Err(Rejected::Unparseable);
     }
+    let (patch, patched_text, reparsed, removed_stores) =
+        match super::cleanup::without_dead_stores(&file.parsed, &reparsed, &patch) {
+            Some((clean, names)) => {
+                let text = clean.apply(original);
+                let edits: Vec<(std::ops::Range<usize>, &str)> =
+                    clean.edits().iter().map(|e| (e.range.clone(), e.content.as_str())).collect();
+                let parsed = file.parsed.with_edits(&edits, text.clone());
+                if !parsed.is_valid() {
+                    return Err(Rejected::Unparseable);
+                }
+                (clean, text, parsed, names)
+            }
+            None => (patch, patched_text, reparsed, Vec::new()),
+        };
     if !seen.insert((file.rel.clone(), dedupe_key(original, &patched_text, &patch))) {
         return Err(Rejected::Duplicate);
     }
     let focus = focus(&patch, &file.parsed, &reparsed);
-    Ok(Checked { deleted_calls: deleted_calls(original, &patch), patch, patched_text, focus })
+    Ok(Checked { deleted_calls: deleted_calls(original, &patch), patch, patched_text, focus, removed_stores })
 }
 
 /// A statement the patch puts where tree-sitter accepts it and CPython does not: `return`,

@@ -2,6 +2,7 @@
 
 pub mod behaviour;
 pub mod candidate;
+pub mod cleanup;
 pub mod cloze;
 pub mod defaults;
 pub mod feed;

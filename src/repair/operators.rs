@@ -54,6 +54,8 @@ pub enum Operator {
     ExceptionType,
     /// `yield e` ↔ `yield from e`.
     YieldFrom,
+    /// An element of a list, tuple or set display removed (`(a, b, c)` → `(a, c)`).
+    DropElement,
 }
 
 impl Operator {
@@ -81,11 +83,12 @@ impl Operator {
             Operator::ReturnValue => 0.45,
             Operator::ExceptionType => 0.4,
             Operator::YieldFrom => 0.4,
+            Operator::DropElement => 0.3,
         }
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 21] = [
+    pub const ALL: [Operator; 22] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -107,6 +110,7 @@ impl Operator {
         Operator::ReturnValue,
         Operator::ExceptionType,
         Operator::YieldFrom,
+        Operator::DropElement,
     ];
 
     #[must_use]
@@ -133,6 +137,7 @@ impl Operator {
             Operator::ReturnValue => "return-value",
             Operator::ExceptionType => "exception-type",
             Operator::YieldFrom => "yield-from",
+            Operator::DropElement => "drop-element",
         }
     }
 }
@@ -340,6 +345,35 @@ impl Generator<'_> {
         }
         self.wrap(node);
         self.expression_off_by_one(node);
+        self.drop_element(node);
+    }
+
+    /// `node` removed from the list, tuple or set display it is an element of (with one of
+    /// its commas; a tuple keeps the comma that makes it one: `(a, b)` → `(b,)`).
+    fn drop_element(&mut self, node: Node<'_>) {
+        let Some(parent) = node.parent().filter(|p| matches!(p.kind(), "list" | "tuple" | "set")) else { return };
+        let mut cursor = parent.walk();
+        let elements: Vec<Node<'_>> = parent.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
+        let Some(at) = elements.iter().position(|e| e.id() == node.id()) else { return };
+        if elements.len() < 2 || elements.iter().any(|e| matches!(e.kind(), "list_splat" | "parenthesized_list_splat"))
+        {
+            return;
+        }
+        let keeps_comma = parent.kind() == "tuple" && elements.len() == 2;
+        let (range, content) = match (elements.get(at + 1), at.checked_sub(1).map(|i| elements[i])) {
+            (Some(next), _) if keeps_comma => (node.start_byte()..next.end_byte(), format!("{},", self.text(*next))),
+            (Some(next), _) => (node.start_byte()..next.start_byte(), String::new()),
+            (None, Some(previous)) => {
+                (previous.end_byte()..node.end_byte(), if keeps_comma { ",".into() } else { String::new() })
+            }
+            (None, None) => return,
+        };
+        let description = format!("drop `{}` from `{}`", shorten(self.text(node)), shorten(self.text(parent)));
+        self.out.push(Mutation {
+            operator: Operator::DropElement,
+            edit: Edit::replacement(range, content),
+            description,
+        });
     }
 
     /// `v` → `v + 1` / `v - 1` where `v` is assigned, returned, compared or passed.
@@ -606,6 +640,14 @@ impl Generator<'_> {
         }
     }
 
+    /// Whether `node` is the one argument of `int(...)` (truncation toward zero).
+    fn truncated(&self, node: Node<'_>) -> bool {
+        let Some(args) = node.parent().filter(|a| a.kind() == "argument_list") else { return false };
+        let Some(call) = args.parent().filter(|c| c.kind() == "call") else { return false };
+        let callee = call.child_by_field_name("function").map(|f| self.text(f));
+        callee == Some("int") && args.named_child_count() == 1
+    }
+
     /// Wrap value expressions (not call targets, assignment targets or statements).
     fn wrap(&mut self, node: Node<'_>) {
         if !matches!(node.kind(), "identifier" | "binary_operator" | "subscript" | "call" | "attribute") {
@@ -629,6 +671,10 @@ impl Generator<'_> {
         let mut wrappers: Vec<String> =
             vec![format!("abs({text})"), format!("len({text})"), format!("max({text}, 0)"), format!("min({text}, 0)")];
         wrappers.extend(self.scope.unary_functions.iter().map(|f| format!("{f}({text})")));
+        // `int(seconds)` truncates where rounding was meant: `int(round(seconds))`.
+        if self.truncated(node) {
+            wrappers.push(format!("round({text})"));
+        }
         // `best = candidate` that should keep the best so far: `best = max(best, candidate)`.
         if parent.kind() == "assignment" && field.as_deref() == Some("right") {
             if let Some(target) = parent.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
@@ -881,6 +927,11 @@ impl Generator<'_> {
             self.push(Operator::VariableMisuse, node, alias);
             return;
         }
+        if let Some((_, py3)) = PY2_NAMES.iter().find(|(py2, _)| *py2 == name) {
+            // A Python 2 compatibility name (`six.text_type`, `unicode`) left behind when the
+            // project dropped its compatibility layer: the Python 3 builtin it stood for.
+            self.push(Operator::VariableMisuse, node, (*py3).to_string());
+        }
         let mut visible = self.scope.module_names.clone();
         let mut current = Some(function);
         while let Some(f) = current {
@@ -900,6 +951,25 @@ impl Generator<'_> {
         }
     }
 }
+
+/// Python 2 names (builtins, and `six`'s and compatibility modules' names for them) with the
+/// Python 3 builtin that replaces them.
+const PY2_NAMES: [(&str, &str); 14] = [
+    ("basestring", "str"),
+    ("binary_type", "bytes"),
+    ("class_types", "type"),
+    ("ifilter", "filter"),
+    ("imap", "map"),
+    ("integer_types", "int"),
+    ("izip", "zip"),
+    ("long", "int"),
+    ("raw_input", "input"),
+    ("string_types", "str"),
+    ("text_type", "str"),
+    ("unichr", "chr"),
+    ("unicode", "str"),
+    ("xrange", "range"),
+];
 
 /// The alias under which the module imports `name` (`from m import name as alias`, `import
 /// name as alias`), when it does so once.
@@ -1447,6 +1517,15 @@ mod tests {
     }
 
     #[test]
+    fn a_python2_name_left_undefined_becomes_the_python3_builtin() {
+        let src = "from .compat import PY2\n\ndef render(tokens):\n    return ''.join(map(text_type, tokens))\n";
+        let v = variants(src, 4, Operator::VariableMisuse);
+        assert!(v.contains(&"return ''.join(map(str, tokens))".to_string()), "{v:#?}");
+        let defined = format!("text_type = str\n{src}");
+        assert!(variants(&defined, 5, Operator::VariableMisuse).iter().all(|p| !p.contains("map(str,")), "defined");
+    }
+
+    #[test]
     fn an_undefined_callee_is_replaced_by_close_functions_and_builtins() {
         let src = "def total(xs):\n    return sum(xs)\n\ndef mean(xs):\n    return totl(xs) / lenght(xs)\n";
         let v = variants(src, 5, Operator::VariableMisuse);
@@ -1518,6 +1597,15 @@ mod catalogue_tests {
             v.iter().any(|p| p.ends_with("    out.extend(a[i:])\n    out.extend(b[j:])\n    return out\n")),
             "{v:#?}"
         );
+    }
+
+    #[test]
+    fn a_truncated_value_can_be_rounded_first() {
+        let src = "def secs(a, b):\n    delta = int(total(a - b))\n    return delta\n";
+        let v = patched(src, 2, Operator::WrapExpression);
+        assert!(v.iter().any(|p| p.contains("    delta = int(round(total(a - b)))\n")), "{v:#?}");
+        let plain = "def secs(a, b):\n    delta = float(total(a - b))\n    return delta\n";
+        assert!(!patched(plain, 2, Operator::WrapExpression).iter().any(|p| p.contains("round(")), "only int()");
     }
 
     #[test]
@@ -1649,5 +1737,18 @@ mod catalogue_tests {
         assert!(patched(src, 3, Operator::YieldFrom)[0].contains("        yield from walk(x)\n"));
         assert!(patched(src, 4, Operator::YieldFrom)[0].contains("        yield x\n"));
         assert!(patched(src, 5, Operator::YieldFrom)[0].contains("        yield from from_x\n"));
+    }
+
+    #[test]
+    fn elements_of_displays_are_dropped_and_a_pair_stays_a_tuple() {
+        let src = "def eq(self, other):\n    for attr in ['scheme', 'host',\n                 'port', 'family']:\n        pass\n    return isinstance(other, (A, B))\n";
+        let v = patched(src, 3, Operator::DropElement);
+        assert!(v.iter().any(|p| p.contains("['scheme', 'host',\n                 'family']:")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("['scheme', 'host',\n                 'port']:")), "{v:#?}");
+        assert_eq!(v.len(), 2, "only elements that start on the line: {v:#?}");
+        let v = patched(src, 5, Operator::DropElement);
+        assert!(v.iter().any(|p| p.contains("isinstance(other, (B,))")), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("isinstance(other, (A,))")), "{v:#?}");
+        assert!(v.iter().all(|p| Parsed::new(p.as_str()).is_valid()), "{v:#?}");
     }
 }
