@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
-use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixStatus};
+use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixOutcome, FixStatus};
 use deepdebug::repair::lab::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -100,20 +100,46 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         print!("{shown}");
         return Ok(ExitCode::Success);
     }
-    let args = &args;
+    let options = match fix_options(&args)? {
+        Ok(options) => options,
+        Err(code) => return Ok(code),
+    };
+    let progress = Progress::new(args.json);
+    let result = fix(&options, &|event| progress.show(event));
+    progress.bar.finish_and_clear();
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(exit_code(&err));
+        }
+    };
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let report = FixReport::new(&outcome, &args.repo.display().to_string());
+    write_out(&args, &outcome, &report)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    summarize(&args, &outcome, &report)
+}
+
+/// The library's options from the resolved flags and settings (`Err`: a usage error, said).
+fn fix_options(args: &FixArgs) -> anyhow::Result<Result<FixOptions, ExitCode>> {
     let exclude = match deepdebug::exclude::Exclude::new(&args.exclude) {
         Ok(exclude) => exclude,
         Err(err) => {
             eprintln!("error: {err}");
-            return Ok(ExitCode::Usage);
+            return Ok(Err(ExitCode::Usage));
         }
     };
     let priors = super::load_priors(args.priors.as_deref())?;
     let sources = match args.sources.resolve() {
         Ok(sources) => sources,
-        Err(code) => return Ok(code),
+        Err(code) => return Ok(Err(code)),
     };
-    let options = FixOptions {
+    Ok(Ok(FixOptions {
         priors,
         selectors: args.tests.clone(),
         tests_only: args.tests_only,
@@ -130,91 +156,96 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         },
         exclude,
         ..FixOptions::new(args.repo.clone(), args.timeout, sources)
-    };
-    let bar = if args.json || !std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
-    } else {
-        ProgressBar::new_spinner()
-    };
-    let search_deadline = std::sync::Mutex::new(None);
-    let search_deadline = MutexCell(&search_deadline);
-    let on_event = |event: FixEvent| match event {
-        FixEvent::BaselineStarted => {
-            bar.set_message("running the test suite (baseline, with coverage)");
-            bar.enable_steady_tick(Duration::from_millis(120));
-        }
-        FixEvent::SearchStarted { deadline } => {
-            search_deadline.set(Some(deadline));
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} searching: {pos} candidates validated ({per_sec}) {msg} ({elapsed})",
-                )
-                .expect("static template"),
-            );
-            bar.set_message("");
-        }
-        FixEvent::Validated { outcome, .. } => {
-            bar.inc(1);
-            let left = search_deadline
-                .get()
-                .map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64());
-            if outcome == deepdebug::repair::lab::OutcomeKind::Plausible {
-                bar.set_message("found a plausible patch, confirming");
-            } else {
-                bar.set_message(format!("{left:.0}s left"));
+    }))
+}
+
+/// The spinner on stderr (hidden with `--json` or when stderr is not a terminal).
+struct Progress {
+    bar: ProgressBar,
+    /// When the search must end: the "N s left" of the message.
+    search_deadline: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Progress {
+    fn new(json: bool) -> Progress {
+        let bar = if json || !std::io::stderr().is_terminal() {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+        } else {
+            ProgressBar::new_spinner()
+        };
+        Progress { bar, search_deadline: std::sync::Mutex::new(None) }
+    }
+
+    fn show(&self, event: FixEvent) {
+        let bar = &self.bar;
+        match event {
+            FixEvent::BaselineStarted => {
+                bar.set_message("running the test suite (baseline, with coverage)");
+                bar.enable_steady_tick(Duration::from_millis(120));
             }
-        }
-        FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
-        FixEvent::Confirming { deadline } => {
-            let left = deadline.saturating_duration_since(std::time::Instant::now()).as_secs_f64();
-            bar.set_message(format!(
-                "confirming a plausible patch by fresh runs of the suite ({left:.0}s of the budget left)"
-            ));
-        }
-    };
-    let result = fix(&options, &on_event);
-    bar.finish_and_clear();
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            let code = match &err {
-                FixError::Pytest(
-                    PytestError::PythonMissing(_)
-                    | PytestError::PytestMissing { .. }
-                    | PytestError::PythonUnresponsive { .. },
-                )
-                | FixError::Sandbox(_)
-                | FixError::Ranker(_)
-                | FixError::PytestUsage(_)
-                | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
-                FixError::CollectionErrors(_)
-                | FixError::NoTests(_)
-                | FixError::SelectedNotRun(_)
-                | FixError::BaselineTimeout { .. } => ExitCode::BaselineBroken,
-                FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
-                | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
-                | FixError::WrongTask(..) => ExitCode::Usage,
-                _ => ExitCode::Software,
-            };
-            eprintln!("error: {err}");
-            return Ok(code);
-        }
-    };
-    for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let report = FixReport::new(&outcome, &args.repo.display().to_string());
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
-        std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(&report)?)
-            .context("failed to write report.json")?;
-        if let Some(diff) = &outcome.diff {
-            std::fs::write(dir.join("fix.diff"), diff).context("failed to write fix.diff")?;
+            FixEvent::SearchStarted { deadline } => {
+                *self.search_deadline.lock().expect("progress lock") = Some(deadline);
+                let template = "{spinner} searching: {pos} candidates validated ({per_sec}) {msg} ({elapsed})";
+                bar.set_style(ProgressStyle::with_template(template).expect("static template"));
+                bar.set_message("");
+            }
+            FixEvent::Validated { outcome, .. } => {
+                bar.inc(1);
+                if outcome == deepdebug::repair::lab::OutcomeKind::Plausible {
+                    bar.set_message("found a plausible patch, confirming");
+                } else {
+                    let deadline = *self.search_deadline.lock().expect("progress lock");
+                    bar.set_message(format!("{:.0}s left", seconds_left(deadline)));
+                }
+            }
+            FixEvent::Ranking { count } => bar.set_message(format!("scoring {count} plausible patches with SmolLM2")),
+            FixEvent::Confirming { deadline } => bar.set_message(format!(
+                "confirming a plausible patch by fresh runs of the suite ({:.0}s of the budget left)",
+                seconds_left(Some(deadline))
+            )),
         }
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+}
+
+fn seconds_left(deadline: Option<std::time::Instant>) -> f64 {
+    deadline.map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64())
+}
+
+/// The documented exit code of an error that stopped `fix` before a result.
+fn exit_code(err: &FixError) -> ExitCode {
+    match err {
+        FixError::Pytest(
+            PytestError::PythonMissing(_) | PytestError::PytestMissing { .. } | PytestError::PythonUnresponsive { .. },
+        )
+        | FixError::Sandbox(_)
+        | FixError::Ranker(_)
+        | FixError::PytestUsage(_)
+        | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
+        FixError::CollectionErrors(_)
+        | FixError::NoTests(_)
+        | FixError::SelectedNotRun(_)
+        | FixError::BaselineTimeout { .. } => ExitCode::BaselineBroken,
+        FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
+        | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
+        | FixError::WrongTask(..) => ExitCode::Usage,
+        _ => ExitCode::Software,
     }
+}
+
+/// `--out DIR`: report.json and, when there is a patch, fix.diff.
+fn write_out(args: &FixArgs, outcome: &FixOutcome, report: &FixReport) -> anyhow::Result<()> {
+    let Some(dir) = &args.out else { return Ok(()) };
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(report)?)
+        .context("failed to write report.json")?;
+    if let Some(diff) = &outcome.diff {
+        std::fs::write(dir.join("fix.diff"), diff).context("failed to write fix.diff")?;
+    }
+    Ok(())
+}
+
+/// The diff on stdout (unless `--json`), the summary on stderr, `--apply`, and the exit code.
+fn summarize(args: &FixArgs, outcome: &FixOutcome, report: &FixReport) -> anyhow::Result<ExitCode> {
     let tried = outcome.validated.len();
     match outcome.status {
         FixStatus::NothingToFix => {
@@ -239,9 +270,8 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         }
         FixStatus::Fixed { .. } => {
             let best = outcome.best_candidate().expect("fixed implies a best candidate");
-            let diff = outcome.diff.as_deref().unwrap_or_default();
             if !args.json {
-                print!("{diff}");
+                print!("{}", outcome.diff.as_deref().unwrap_or_default());
             }
             eprintln!(
                 "plausible patch in {}:{} ({}: {}) after {tried} candidates, {:.1}s ({}); {}",
@@ -254,43 +284,10 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 guard_line(&outcome.guard)
             );
             if let Some(ranking) = &report.ranking {
-                eprintln!(
-                    "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; no anti-pattern, minimal changes, fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
-                    ranking.plausible.len(),
-                    ranking.scored,
-                    ranking.seconds,
-                    ranking.likelihood_weight
-                );
-                for r in &ranking.plausible {
-                    let likelihood = r.likelihood.as_ref().map_or_else(
-                        || "not scored".to_string(),
-                        |l| {
-                            format!(
-                                "gain {:+.2} nats ({:.3} vs {:.3} nats/token)",
-                                l.gain_nats, l.nats_per_token, l.original_nats_per_token
-                            )
-                        },
-                    );
-                    let overfit = if r.overfit.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", overfit: {}", r.overfit.join(", "))
-                    };
-                    eprintln!(
-                        "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{overfit}{}{}{}",
-                        if r.chosen { "*" } else { " " },
-                        r.line,
-                        r.description,
-                        r.score,
-                        r.rank_key,
-                        if r.superseded { ", contains a smaller plausible change" } else { "" },
-                        if r.implausible { ", too unlikely to report" } else { "" },
-                        if r.outcome.is_plausible() { String::new() } else { format!(" ({})", r.outcome) }
-                    );
-                }
+                print_ranking(ranking);
             }
             if args.apply {
-                apply(&args.repo, &best.patch.file, &outcome, &best.patched_text)?;
+                apply(&args.repo, &best.patch.file, outcome, &best.patched_text)?;
                 eprintln!("applied to {}", args.repo.join(&best.patch.file).display());
             }
             Ok(ExitCode::Success)
@@ -298,13 +295,42 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
     }
 }
 
+/// The plausible patches as SmolLM2 ranked them, the chosen one starred.
+fn print_ranking(ranking: &deepdebug::report::RankingReport) {
+    eprintln!(
+        "SmolLM2 ranking of {} plausible patches ({} scored in {:.1}s; no anti-pattern, minimal changes, fewest edits and deleted calls first, then key = ln(score) + {} × gain):",
+        ranking.plausible.len(),
+        ranking.scored,
+        ranking.seconds,
+        ranking.likelihood_weight
+    );
+    for r in &ranking.plausible {
+        let likelihood = r.likelihood.as_ref().map_or_else(
+            || "not scored".to_string(),
+            |l| {
+                format!(
+                    "gain {:+.2} nats ({:.3} vs {:.3} nats/token)",
+                    l.gain_nats, l.nats_per_token, l.original_nats_per_token
+                )
+            },
+        );
+        let overfit = if r.overfit.is_empty() { String::new() } else { format!(", overfit: {}", r.overfit.join(", ")) };
+        eprintln!(
+            "  {} line {}: {} — score {:.3}, {likelihood}, key {:.2}{overfit}{}{}{}",
+            if r.chosen { "*" } else { " " },
+            r.line,
+            r.description,
+            r.score,
+            r.rank_key,
+            if r.superseded { ", contains a smaller plausible change" } else { "" },
+            if r.implausible { ", too unlikely to report" } else { "" },
+            if r.outcome.is_plausible() { String::new() } else { format!(" ({})", r.outcome) }
+        );
+    }
+}
+
 /// Write the patched file, refusing if the file changed since it was read.
-fn apply(
-    repo: &std::path::Path,
-    rel: &str,
-    outcome: &deepdebug::repair::fix::FixOutcome,
-    patched: &str,
-) -> anyhow::Result<()> {
+fn apply(repo: &std::path::Path, rel: &str, outcome: &FixOutcome, patched: &str) -> anyhow::Result<()> {
     let path = repo.join(rel);
     let current = std::fs::read_to_string(&path).with_context(|| format!("failed to read {}", path.display()))?;
     let diff_now = deepdebug::patch::unified_diff(rel, &current, patched);
@@ -325,19 +351,6 @@ fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     staged.as_file().sync_all()?;
     staged.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-/// A value shared between the progress callbacks (which run on several threads).
-struct MutexCell<'a, T>(&'a std::sync::Mutex<Option<T>>);
-
-impl<T: Copy> MutexCell<'_, T> {
-    fn set(&self, value: Option<T>) {
-        *self.0.lock().expect("progress lock") = value;
-    }
-
-    fn get(&self) -> Option<T> {
-        *self.0.lock().expect("progress lock")
-    }
 }
 
 /// How many tests guarded the patch, and what the guard left out.

