@@ -91,8 +91,11 @@ fn on_signal(dir: &Path) {
 /// SIGKILL every tracked process group.
 fn kill_tracked() {
     let groups = GROUPS.lock().map(|g| g.iter().copied().collect::<Vec<_>>()).unwrap_or_default();
-    for pgid in groups {
-        crate::process::kill_group(pgid, libc::SIGKILL);
+    for pgid in groups.into_iter().filter(|&pgid| pgid > 1) {
+        // SAFETY: plain syscall; a stale group id only yields ESRCH.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 
 use super::operators::{mutations_at_line_in, shorten, FileScope, Operator};
 use super::priors::Priors;
-use super::search::Proposal;
 use crate::localize::Localization;
 use crate::patch::{Edit, Patch};
 use crate::project::Project;
@@ -624,7 +623,7 @@ const COMBINATION_PENALTY: f64 = 0.5;
 /// `seed` and `partner` combined into one patch (at different lines of one file), scored by
 /// the product of their scores; `None` when they cannot combine.
 #[must_use]
-pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &super::search::Partner<'_>) -> Option<Proposal> {
+pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &Partner<'_>) -> Option<Proposal> {
     if seed.patch.file != partner.patch.file || seed.line == partner.line {
         return None;
     }
@@ -637,6 +636,27 @@ pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &super::search::Par
         description: format!("{}; {}", seed.description, partner.description),
         score: seed.score * partner.score * COMBINATION_PENALTY,
     })
+}
+
+/// A patch a source proposes; the search re-parses, deduplicates and admits it.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub patch: Patch,
+    pub source: Source,
+    /// 1-based line the (first) edit starts on.
+    pub line: usize,
+    pub description: String,
+    /// Estimated chance of success, comparable across sources (localization × prior).
+    pub score: f64,
+}
+
+/// A single edit that may be combined with a seed: an admitted candidate or a proposal.
+#[derive(Debug, Clone, Copy)]
+pub struct Partner<'a> {
+    pub patch: &'a Patch,
+    pub line: usize,
+    pub description: &'a str,
+    pub score: f64,
 }
 
 /// A patch that survived [`check_patch`].

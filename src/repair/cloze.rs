@@ -1,9 +1,10 @@
 //! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
 
+use super::candidate::Proposal;
 use super::candidate::Source;
 use super::feed::{Feed, FeedSender};
 use super::patcher::ModelTurns;
-use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::search::{CandidateSource, Produced, SourceKind, View};
 use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::Localization;
 use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm, Until};

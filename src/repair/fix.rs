@@ -3,8 +3,8 @@
 use super::behaviour::{ReturnCheck, Watched};
 use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
 use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
-use super::guard::{self, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
-use super::lab::{self, Confirmation, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use super::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
+use super::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use super::minimal;
 use super::overfit::{self, AntiPattern};
 use super::patcher::{ModelTurns, PatcherSource};
@@ -1144,7 +1144,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 ));
                 return Ok((None, true));
             };
-            match lab::confirm(self.pytest, &self.config, &plan, &candidate, CONFIRMATION_RUNS, self.deadline)? {
+            match guard::confirm(self.pytest, &self.config, &plan, &candidate, CONFIRMATION_RUNS, self.deadline)? {
                 Confirmation::Confirmed { runs } => {
                     self.guarded = Some(plan.guard_tests());
                     if plan.dropped > 0 {
@@ -1217,7 +1217,7 @@ impl SearchRun<'_, '_> {
             guard
         });
         // One whole run of the guard is worth more than two runs of a part of it: the guard
-        // shrinks only when one run does not fit ([`lab::confirm`] runs the second if it fits).
+        // shrinks only when one run does not fit ([`guard::confirm`] runs the second if it fits).
         let left = self.deadline.saturating_duration_since(Instant::now());
         let per_run = (left.as_secs_f64() - self.startup.as_secs_f64() * 1.5) / 1.5;
         let module = module_words(&candidate.patch.file);

@@ -1,5 +1,7 @@
 //! The regression guard: the baseline-passing tests a plausible patch must keep passing, learned beside the search and shrunk to the time left, never a reason to stop.
 
+use super::candidate::Candidate;
+use super::lab::{CandidateOutcome, LabConfig, LabError};
 use crate::pytest::{CollectError, Pytest, RunSpec, Session, TestOutcome, TestRun};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -351,18 +353,72 @@ pub struct RestOfSuite<'a> {
 ///
 /// # Errors
 /// When the scratch copy cannot be made or pytest cannot start.
-pub fn run_rest(
-    pytest: &Pytest,
-    root: &Path,
-    rest: &RestOfSuite<'_>,
-    mut guard: Guard,
-) -> Result<Guard, super::lab::LabError> {
+pub fn run_rest(pytest: &Pytest, root: &Path, rest: &RestOfSuite<'_>, mut guard: Guard) -> Result<Guard, LabError> {
     let scratch = super::lab::scratch_copy(root, "deepdebug-guard-")?;
     let run = TestRun { per_test_timeout: Some(rest.per_test), ..TestRun::new(None, rest.time_box) };
     let spec = RunSpec { root: scratch.path(), coverage: false, run, deselect: rest.focus_files, watch: &[] };
     let session = pytest.run(&spec)?;
     guard.absorb(&session, rest.failing);
     Ok(guard)
+}
+
+/// What the confirmation runs of a plausible patch concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Every run passed; `runs` is fewer than asked when the deadline left no time for more.
+    Confirmed { runs: usize },
+    /// A run failed or hung: the candidate's new outcome.
+    Rejected(CandidateOutcome),
+    /// The deadline came before one run could finish.
+    OutOfTime,
+}
+
+/// Re-run the failing tests and the regression guard (`plan`) up to `runs` times in a fresh
+/// scratch copy with one pytest process per run (no fork server, no test selection): the check
+/// a patch must pass before it is reported. No run goes past `deadline`; a later run starts
+/// only if the one before would fit.
+///
+/// # Errors
+/// When the scratch copy cannot be made or pytest cannot start.
+pub fn confirm(
+    pytest: &Pytest,
+    config: &LabConfig<'_>,
+    plan: &GuardPlan,
+    candidate: &Candidate,
+    runs: usize,
+    deadline: Instant,
+) -> Result<Confirmation, LabError> {
+    let dir = super::lab::scratch_copy(config.root, "deepdebug-confirm-")?;
+    std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
+    let limit = config.timeouts.session(plan.guard_tests() + plan.failing.len()) * 2
+        + Duration::from_secs_f64(plan.seconds * 2.0);
+    // Guard tests may be slower than the focus's, which set `per_test`.
+    let per_test = config.timeouts.per_test.max(Duration::from_secs_f64(4.0 * plan.slowest + 0.2));
+    let mut last_run: Option<Duration> = None;
+    for done in 0..runs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if last_run.is_some_and(|d| d.mul_f64(1.2) > left) {
+            return Ok(Confirmation::Confirmed { runs: done });
+        }
+        let run = TestRun {
+            // Lenient: a loaded machine must not turn a correct patch into a timeout.
+            per_test_timeout: Some(per_test.max(Duration::from_secs(2))),
+            ..TestRun::new(None, limit.min(left))
+        };
+        let session = pytest.run(&plan.spec(dir.path(), run))?;
+        if session.exit.is_timeout() {
+            return Ok(match (left < limit, done) {
+                (true, 0) => Confirmation::OutOfTime,
+                (true, _) => Confirmation::Confirmed { runs: done },
+                (false, _) => Confirmation::Rejected(CandidateOutcome::Timeout),
+            });
+        }
+        last_run = Some(session.elapsed);
+        if let Some(failing) = plan.failures(&session) {
+            return Ok(Confirmation::Rejected(CandidateOutcome::Unconfirmed { failing }));
+        }
+    }
+    Ok(Confirmation::Confirmed { runs })
 }
 
 #[cfg(test)]

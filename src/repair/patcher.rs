@@ -1,8 +1,9 @@
 //! The trained patcher as a background candidate source: whole-function rewrites sampled on their own thread, taking turns with the language-model lines.
 
+use super::candidate::Proposal;
 use super::candidate::{minimal_edit, reindent, NeuralLimits, Source};
 use super::feed::{Feed, FeedSender};
-use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::search::{CandidateSource, Produced, SourceKind, View};
 use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::SuspiciousFunction;
 use crate::model::{ModelError, Patcher, SampleOptions, SampleRun};

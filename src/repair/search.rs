@@ -1,13 +1,13 @@
 //! The search behind `fix`: every candidate under a stable id, all sources drawn in one stream by expected success per second.
 
-use super::candidate::{self, Candidate, CandidateId, Source};
+use super::candidate::{self, Candidate, CandidateId, Partner, Proposal, Source};
 use super::lab::{CandidateOutcome, Feed, Next, Validated};
 use crate::exclude::Exclude;
 use crate::patch::Patch;
 use crate::project::Project;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Families of candidate sources, for scheduling and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,18 +47,6 @@ impl SourceKind {
             SourceKind::Combinations => "combinations",
         }
     }
-}
-
-/// A patch a source proposes; the search re-parses, deduplicates and admits it.
-#[derive(Debug, Clone)]
-pub struct Proposal {
-    pub patch: Patch,
-    pub source: Source,
-    /// 1-based line the (first) edit starts on.
-    pub line: usize,
-    pub description: String,
-    /// Estimated chance of success, comparable across sources (localization × prior).
-    pub score: f64,
 }
 
 /// What a source has for the search right now.
@@ -127,15 +115,6 @@ impl View<'_> {
         top.truncate(n);
         top
     }
-}
-
-/// A single edit that may be combined with a seed: an admitted candidate or a proposal.
-#[derive(Debug, Clone, Copy)]
-pub struct Partner<'a> {
-    pub patch: &'a Patch,
-    pub line: usize,
-    pub description: &'a str,
-    pub score: f64,
 }
 
 /// Per-source counts, as reported by `--json`.
@@ -510,9 +489,6 @@ impl Feed for Shared<'_, '_> {
         self.search.lock().expect("search lock").record(validated);
     }
 }
-
-/// How long a worker waits before asking a pending search again.
-pub const WAIT: Duration = Duration::from_millis(20);
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,10 @@
 //! Candidate sources for the search: operators and templates per line, combinations of partial fixes.
 
+use super::candidate::Proposal;
 use super::candidate::{self, Candidate, CandidateId};
 use super::operators::{FileScope, Operator};
 use super::priors::Priors;
-use super::search::{CandidateSource, Produced, Proposal, SourceKind, View};
+use super::search::{CandidateSource, Produced, SourceKind, View};
 use super::templates::Templates;
 use crate::localize::SuspiciousLine;
 use crate::project::Project;

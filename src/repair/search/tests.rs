@@ -1,5 +1,7 @@
+//! Tests of the search: ids, scheduling, widening, exhaustion.
 use super::*;
 use crate::patch::Edit;
+use std::time::Duration;
 use crate::repair::candidate::Source;
 use crate::repair::lab::CandidateOutcome;
 use std::sync::atomic::{AtomicUsize, Ordering};
