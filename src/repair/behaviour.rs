@@ -322,7 +322,7 @@ mod tests {
             id: super::super::candidate::CandidateId(0),
             patched_text: patch.apply(&text),
             patch,
-            source: super::super::candidate::Source::LanguageModel,
+            source: super::super::candidate::Provenance::LanguageModel,
             line: text[..start].matches('\n').count() + 1,
             description: String::new(),
             score: 1.0,

@@ -22,7 +22,7 @@ impl std::fmt::Display for CandidateId {
 
 /// Where a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum Provenance {
     /// A repair operator.
     Operator(Operator),
     /// A fix template learned from real commits.
@@ -36,13 +36,13 @@ pub enum Source {
     Neural,
 }
 
-impl Source {
+impl Provenance {
     /// How many originally failing tests a candidate from this source must fix to be
     /// progress: one, or one more than the seed a combination extends.
     #[must_use]
     pub fn progress_threshold(self) -> usize {
         match self {
-            Source::Combined { seed_fixed, .. } => seed_fixed + 1,
+            Provenance::Combined { seed_fixed, .. } => seed_fixed + 1,
             _ => 1,
         }
     }
@@ -50,18 +50,18 @@ impl Source {
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
-            Source::Operator(op) => op.name(),
-            Source::Template => "template",
-            Source::LanguageModel => "language-model",
-            Source::Combined { .. } => "combined",
-            Source::Neural => "neural",
+            Provenance::Operator(op) => op.name(),
+            Provenance::Template => "template",
+            Provenance::LanguageModel => "language-model",
+            Provenance::Combined { .. } => "combined",
+            Provenance::Neural => "neural",
         }
     }
 
     /// A single edit (not a combination).
     #[must_use]
     pub fn is_single(self) -> bool {
-        !matches!(self, Source::Combined { .. })
+        !matches!(self, Provenance::Combined { .. })
     }
 }
 
@@ -73,7 +73,7 @@ pub struct Candidate {
     pub patch: Patch,
     /// The whole patched file text (already checked to parse).
     pub patched_text: String,
-    pub source: Source,
+    pub source: Provenance,
     /// 1-based line the edit starts on.
     pub line: usize,
     pub description: String,
@@ -278,7 +278,7 @@ pub fn operator_proposals(
             Proposal {
                 score: susp.score * priors.weight(mutation.operator) * steer,
                 patch: Patch::single(file.rel.clone(), mutation.edit),
-                source: Source::Operator(mutation.operator),
+                source: Provenance::Operator(mutation.operator),
                 line: susp.line,
                 description: mutation.description,
             }
@@ -288,7 +288,7 @@ pub fn operator_proposals(
     proposals.extend(missing_key_fixes(file, susp).into_iter().chain(lookups).map(|(line, mutation)| Proposal {
         score: susp.score * priors.weight(mutation.operator) * CRASH_STEER,
         patch: Patch::single(file.rel.clone(), mutation.edit),
-        source: Source::Operator(mutation.operator),
+        source: Provenance::Operator(mutation.operator),
         line,
         description: mutation.description,
     }));
@@ -631,7 +631,7 @@ pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &Partner<'_>) -> Op
     let edits = patch.edits().len();
     Some(Proposal {
         patch,
-        source: Source::Combined { edits, seed_fixed },
+        source: Provenance::Combined { edits, seed_fixed },
         line: seed.line.min(partner.line),
         description: format!("{}; {}", seed.description, partner.description),
         score: seed.score * partner.score * COMBINATION_PENALTY,
@@ -642,7 +642,7 @@ pub fn combine(seed: &Candidate, seed_fixed: usize, partner: &Partner<'_>) -> Op
 #[derive(Debug, Clone)]
 pub struct Proposal {
     pub patch: Patch,
-    pub source: Source,
+    pub source: Provenance,
     /// 1-based line the (first) edit starts on.
     pub line: usize,
     pub description: String,

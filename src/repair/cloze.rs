@@ -1,8 +1,8 @@
 //! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
 
+use super::background::{Background, BackgroundSender};
 use super::candidate::Proposal;
-use super::candidate::Source;
-use super::feed::{Feed, FeedSender};
+use super::candidate::Provenance;
 use super::patcher::ModelTurns;
 use super::search::{CandidateSource, Produced, SourceKind, View};
 use super::widen::{Inbox, Progress, Round, Widening};
@@ -127,7 +127,7 @@ struct FunctionJob {
 
 /// Candidates sampled from SmolLM2 by a background thread, handed to the search as they come.
 pub struct ClozeSource {
-    feed: Feed,
+    feed: Background,
     stats: Arc<Mutex<ClozeStats>>,
     /// Which windows led to progress, for the sampler's next rounds.
     progress: Progress,
@@ -149,10 +149,10 @@ impl ClozeSource {
             .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
             .take_while(|jobs| !jobs.is_empty())
             .collect();
-        let (feed, FeedSender { tx, stop, paused }) = Feed::new();
+        let (feed, BackgroundSender { tx, stop, paused }) = Background::new();
         let stats = Arc::new(Mutex::new(ClozeStats::default()));
         let lines = |jobs: &Vec<FunctionJob>| jobs.iter().map(|j| (j.file.clone(), j.first + 1, j.end)).collect();
-        let (progress, inbox) = Progress::new(Source::LanguageModel, windows.iter().map(lines).collect());
+        let (progress, inbox) = Progress::new(Provenance::LanguageModel, windows.iter().map(lines).collect());
         let worker = Worker {
             inbox,
             tx,
@@ -532,7 +532,7 @@ fn proposals(site: &Site<'_>, variant: Variant, samples: &[SampledLine]) -> Vec<
             }
             out.push(Proposal {
                 patch: Patch::single(site.job.file.clone(), change.edit),
-                source: Source::LanguageModel,
+                source: Provenance::LanguageModel,
                 line: change.line,
                 description: format!("{} `{}`", change.what, one_line(&change.new_line)),
                 score,

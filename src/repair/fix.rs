@@ -1001,7 +1001,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             LabEvent::Note(note) => push_note(notes, note),
         };
         let started = Instant::now();
-        let round = lab::run_feed(self.pool, self.pytest, config, &search::Shared::new(self.search), &forward);
+        let round = lab::run_feed(self.pool, self.pytest, config, &search::SharedSearch::new(self.search), &forward);
         self.validating += started.elapsed();
         let round = round?;
         Ok(round.iter().filter(|v| v.outcome.is_plausible()).count())
@@ -1313,7 +1313,7 @@ fn choose_best(
 mod tests {
     use super::{choose_best, selected, Demoted};
     use crate::patch::{Edit, Patch};
-    use crate::repair::candidate::{Candidate, CandidateId, Source};
+    use crate::repair::candidate::{Candidate, CandidateId, Provenance};
     use std::collections::HashSet;
 
     fn candidate(id: usize, score: f64) -> Candidate {
@@ -1322,7 +1322,7 @@ mod tests {
             id: CandidateId(id),
             patched_text: patch.apply("x = 1\n"),
             patch,
-            source: Source::LanguageModel,
+            source: Provenance::LanguageModel,
             line: 1,
             description: String::new(),
             score,

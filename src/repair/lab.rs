@@ -44,10 +44,10 @@ impl CandidateOutcome {
     }
 
     /// Some, but not all, originally failing tests pass, and more than `source` had to fix
-    /// to count ([`Source::progress_threshold`]: a combination must beat its seed): a seed
+    /// to count ([`Provenance::progress_threshold`]: a combination must beat its seed): a seed
     /// for multi-edit patches.
     #[must_use]
-    pub fn is_partial_fix(&self, source: crate::repair::candidate::Source) -> bool {
+    pub fn is_partial_fix(&self, source: crate::repair::candidate::Provenance) -> bool {
         self.fixed() >= source.progress_threshold() && !self.is_plausible()
     }
 
@@ -427,7 +427,7 @@ pub fn run_feed(
     feed: &dyn Feed,
     on_event: &(dyn Fn(LabEvent) + Sync),
 ) -> Result<Vec<Validated>, LabError> {
-    let shared = Shared {
+    let shared = Workbench {
         feed,
         results: Mutex::new(Vec::new()),
         plausible_found: std::sync::atomic::AtomicUsize::new(0),
@@ -491,7 +491,7 @@ enum Turn {
 }
 
 /// What the workers of one [`run_feed`] share.
-struct Shared<'f> {
+struct Workbench<'f> {
     feed: &'f dyn Feed,
     results: Mutex<Vec<Validated>>,
     plausible_found: std::sync::atomic::AtomicUsize,
@@ -506,7 +506,7 @@ struct Shared<'f> {
     busy: std::sync::atomic::AtomicUsize,
 }
 
-impl Shared<'_> {
+impl Workbench<'_> {
     /// One worker's loop: take, validate, record, until stopped, past the deadline or done.
     fn work(&self, worker: &mut Worker<'_>, config: &LabConfig<'_>, on_event: &(dyn Fn(LabEvent) + Sync)) {
         let mut fresh = 0usize;
@@ -541,7 +541,7 @@ impl Shared<'_> {
         turn
     }
 
-    /// [`Shared::take`] without the count.
+    /// [`Workbench::take`] without the count.
     fn turn(&self, fresh: &mut usize, size: usize) -> Turn {
         // A search may never run dry: rechecks also get every RECHECK_EVERY-th turn.
         if *fresh > 0 && fresh.is_multiple_of(RECHECK_EVERY) {
@@ -931,7 +931,7 @@ fn fallback(pytest: &Pytest) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{Feed, Next, Shared, Turn, Validated, RECHECK_POLL};
+    use super::{Feed, Next, Turn, Validated, Workbench, RECHECK_POLL};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
 
@@ -945,8 +945,8 @@ mod tests {
         fn record(&self, _: &Validated) {}
     }
 
-    fn shared(feed: &Finished) -> Shared<'_> {
-        Shared {
+    fn shared(feed: &Finished) -> Workbench<'_> {
+        Workbench {
             feed,
             results: Mutex::new(Vec::new()),
             plausible_found: AtomicUsize::new(0),

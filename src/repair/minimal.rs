@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn a_plausible_candidate_is_superseded_only_by_one_inside_its_change() {
         use crate::patch::{Edit, Patch};
-        use crate::repair::candidate::Source;
+        use crate::repair::candidate::Provenance;
         let dir = tempfile::tempdir().unwrap();
         let text = "def p(d, t):\n    return round(d / t * 10, 1)\n";
         std::fs::write(dir.path().join("m.py"), text).unwrap();
@@ -167,7 +167,7 @@ mod tests {
                 id: CandidateId(id),
                 patch,
                 patched_text,
-                source: Source::LanguageModel,
+                source: Provenance::LanguageModel,
                 line: 2,
                 description: String::new(),
                 score: 0.5,

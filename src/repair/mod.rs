@@ -1,11 +1,11 @@
 //! The generate-and-validate repair loop behind `deepdebug fix`.
 
+pub mod background;
 pub mod behaviour;
 pub mod candidate;
 pub mod cleanup;
 pub mod cloze;
 pub mod defaults;
-pub mod feed;
 pub mod fix;
 pub mod guard;
 pub mod lab;

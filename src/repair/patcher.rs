@@ -1,8 +1,8 @@
 //! The trained patcher as a background candidate source: whole-function rewrites sampled on their own thread, taking turns with the language-model lines.
 
+use super::background::{Background, BackgroundSender};
 use super::candidate::Proposal;
-use super::candidate::{minimal_edit, reindent, NeuralLimits, Source};
-use super::feed::{Feed, FeedSender};
+use super::candidate::{minimal_edit, reindent, NeuralLimits, Provenance};
 use super::search::{CandidateSource, Produced, SourceKind, View};
 use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::SuspiciousFunction;
@@ -186,7 +186,7 @@ impl FunctionPlan {
             for (text, kind) in std::iter::once((new.clone(), "neural rewrite")).chain(parts) {
                 out.push(Proposal {
                     patch: Patch::single(self.file.clone(), minimal_edit(&self.old, &text, self.offset)),
-                    source: Source::Neural,
+                    source: Provenance::Neural,
                     line: self.start_line,
                     description: format!("{kind} of {} {what}", self.qualname),
                     score,
@@ -262,7 +262,7 @@ fn defines(text: &str, name: &str) -> bool {
 /// The trained patcher (`fix --model`, or the bundled adapter): rewrites of the most
 /// suspicious functions, sampled on a background thread and handed to the search as they come.
 pub struct PatcherSource {
-    feed: Feed,
+    feed: Background,
     error: Arc<Mutex<Option<String>>>,
     /// Which functions' rewrites led to progress, for the sampler's next rounds.
     progress: Progress,
@@ -286,11 +286,11 @@ impl PatcherSource {
             .filter_map(|f| FunctionPlan::new(project, f, (&count, note), limits.budget))
             .take(limits.max_functions * WIDEN_FUNCTIONS)
             .collect();
-        let (feed, FeedSender { tx, stop, paused }) = Feed::new();
+        let (feed, BackgroundSender { tx, stop, paused }) = Background::new();
         let error = Arc::new(Mutex::new(None));
         let lines =
             |p: &FunctionPlan| vec![(p.file.clone(), p.start_line, p.start_line + p.old.lines().count().max(1) - 1)];
-        let (progress, inbox) = Progress::new(Source::Neural, plans.iter().map(lines).collect());
+        let (progress, inbox) = Progress::new(Provenance::Neural, plans.iter().map(lines).collect());
         let worker = Worker { tx, stop, paused, error: Arc::clone(&error), limits: limits.clone(), turns, inbox };
         std::thread::spawn(move || worker.run(sampler, &plans));
         PatcherSource { feed, error, progress }

@@ -265,7 +265,7 @@ impl RankStats {
 mod tests {
     use super::*;
     use crate::patch::{Edit, Patch};
-    use crate::repair::candidate::{focus, CandidateId, Source};
+    use crate::repair::candidate::{focus, CandidateId, Provenance};
 
     fn candidate(project: &Project, file: &str, from: &str, to: &str) -> Candidate {
         let original = project.file(file).unwrap();
@@ -278,7 +278,7 @@ mod tests {
             id: CandidateId(7),
             patch,
             patched_text,
-            source: Source::Neural,
+            source: Provenance::Neural,
             line: 1,
             description: String::new(),
             score: 0.5,

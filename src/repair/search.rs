@@ -1,6 +1,6 @@
 //! The search behind `fix`: every candidate under a stable id, all sources drawn in one stream by expected success per second.
 
-use super::candidate::{self, Candidate, CandidateId, Partner, Proposal, Source};
+use super::candidate::{self, Candidate, CandidateId, Partner, Proposal, Provenance};
 use super::lab::{CandidateOutcome, Feed, Next, Validated};
 use crate::exclude::Exclude;
 use crate::patch::Patch;
@@ -27,13 +27,13 @@ pub enum SourceKind {
 impl SourceKind {
     /// The source that proposes candidates of this provenance.
     #[must_use]
-    pub fn of(source: Source) -> SourceKind {
+    pub fn of(source: Provenance) -> SourceKind {
         match source {
-            Source::Operator(_) => SourceKind::Operators,
-            Source::Template => SourceKind::Templates,
-            Source::LanguageModel => SourceKind::LanguageModel,
-            Source::Combined { .. } => SourceKind::Combinations,
-            Source::Neural => SourceKind::Patcher,
+            Provenance::Operator(_) => SourceKind::Operators,
+            Provenance::Template => SourceKind::Templates,
+            Provenance::LanguageModel => SourceKind::LanguageModel,
+            Provenance::Combined { .. } => SourceKind::Combinations,
+            Provenance::Neural => SourceKind::Patcher,
         }
     }
 
@@ -469,18 +469,18 @@ fn cost(stats: &SourceStats, mean_cost: f64) -> f64 {
 }
 
 /// A [`Search`] shared by the lab's workers.
-pub struct Shared<'s, 'p> {
+pub struct SharedSearch<'s, 'p> {
     search: &'s Mutex<Search<'p>>,
 }
 
-impl<'s, 'p> Shared<'s, 'p> {
+impl<'s, 'p> SharedSearch<'s, 'p> {
     #[must_use]
     pub fn new(search: &'s Mutex<Search<'p>>) -> Self {
-        Shared { search }
+        SharedSearch { search }
     }
 }
 
-impl Feed for Shared<'_, '_> {
+impl Feed for SharedSearch<'_, '_> {
     fn next(&self) -> Next {
         self.search.lock().expect("search lock").next_candidate()
     }

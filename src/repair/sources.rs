@@ -94,7 +94,7 @@ impl CandidateSource for TemplateSource<'_> {
             .into_iter()
             .map(|m| Proposal {
                 patch: crate::patch::Patch::single(file.rel.clone(), m.edit),
-                source: super::candidate::Source::Template,
+                source: super::candidate::Provenance::Template,
                 line: susp.line,
                 description: m.description,
                 score: susp.score * TEMPLATE_PRIOR * (0.5 + 0.5 * m.weight),

@@ -1,6 +1,6 @@
 //! How a generative source widens once its plan is used up: more targets, hotter sampling and new seeds each round, targets that led to progress first, until rounds stop bringing new candidates.
 
-use super::candidate::Source;
+use super::candidate::Provenance;
 use super::lab::CandidateOutcome;
 use super::search::View;
 use std::collections::HashSet;
@@ -142,7 +142,7 @@ pub type TargetLines = Vec<Vec<(String, usize, usize)>>;
 /// applies the credit to its [`Widening`] before each round ([`Inbox::apply`]).
 #[derive(Debug)]
 pub struct Progress {
-    source: Source,
+    source: Provenance,
     targets: TargetLines,
     /// How many of the search's recorded results have been read.
     cursor: usize,
@@ -155,7 +155,7 @@ pub struct Inbox(Arc<Mutex<Vec<(usize, f64)>>>);
 
 impl Progress {
     #[must_use]
-    pub fn new(source: Source, targets: TargetLines) -> (Progress, Inbox) {
+    pub fn new(source: Provenance, targets: TargetLines) -> (Progress, Inbox) {
         let inbox = Inbox::default();
         (Progress { source, targets, cursor: 0, inbox: inbox.clone() }, inbox)
     }
@@ -199,7 +199,7 @@ impl Inbox {
 /// Credit for one validated candidate: 1 when plausible, ½ when it fixed some failing tests
 /// (a partial fix) or all of them while breaking others (a regression), else 0.
 #[must_use]
-pub fn progress(outcome: &CandidateOutcome, source: Source) -> f64 {
+pub fn progress(outcome: &CandidateOutcome, source: Provenance) -> f64 {
     match outcome {
         CandidateOutcome::Plausible => 1.0,
         CandidateOutcome::Regression { .. } => 0.5,

@@ -240,7 +240,7 @@ mod tests {
                 id: crate::repair::candidate::CandidateId(0),
                 patched_text: patch.apply(text),
                 patch,
-                source: crate::repair::candidate::Source::LanguageModel,
+                source: crate::repair::candidate::Provenance::LanguageModel,
                 line: 1,
                 description: String::new(),
                 score: 1.0,

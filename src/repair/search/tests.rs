@@ -1,10 +1,10 @@
 //! Tests of the search: ids, scheduling, widening, exhaustion.
 use super::*;
 use crate::patch::Edit;
-use std::time::Duration;
-use crate::repair::candidate::Source;
+use crate::repair::candidate::Provenance;
 use crate::repair::lab::CandidateOutcome;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 const MODULE: &str = "def f(a, b):\n    x = a + b\n    y = a - b\n    z = a * b\n    return x + y + z\n";
 
@@ -20,7 +20,7 @@ fn proposal(from: &str, to: &str, score: f64) -> Proposal {
     let at = MODULE.find(from).unwrap();
     Proposal {
         patch: Patch::single("m.py", Edit::replacement(at..at + from.len(), to)),
-        source: Source::LanguageModel,
+        source: Provenance::LanguageModel,
         line: MODULE[..at].matches('\n').count() + 1,
         description: format!("{from} -> {to}"),
         score,
@@ -116,7 +116,7 @@ fn a_source_whose_candidates_keep_failing_gets_less_of_the_stream() {
     let mut position = None;
     for i in 0..61 {
         let c = take(&mut search);
-        if c.source == Source::LanguageModel && c.score == 0.3 {
+        if c.source == Provenance::LanguageModel && c.score == 0.3 {
             position = Some(i);
             break;
         }
@@ -184,7 +184,7 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
     // A combination lane whose 70 candidates all fix the one test their seed already fixed,
     // and an operator lane whose better-scored head must not starve behind them.
     let seeded = |i: usize| Proposal {
-        source: Source::Combined { edits: 2, seed_fixed: 1 },
+        source: Provenance::Combined { edits: 2, seed_fixed: 1 },
         ..proposal("a * b", &format!("a * b + {i}"), 0.2)
     };
     let combos = Fake::new(SourceKind::Combinations, vec![(0..70).map(seeded).collect()]);
@@ -193,7 +193,7 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
     let mut position = None;
     for i in 0..71 {
         let c = take(&mut search);
-        if c.source != (Source::Combined { edits: 2, seed_fixed: 1 }) {
+        if c.source != (Provenance::Combined { edits: 2, seed_fixed: 1 }) {
             position = Some(i);
             break;
         }
@@ -241,7 +241,7 @@ fn a_generative_source_learns_which_of_its_targets_made_progress() {
     let (_dir, project) = project();
     // Target 0 holds line 2, target 1 lines 3-4.
     let targets = vec![vec![("m.py".to_string(), 2, 2)], vec![("m.py".to_string(), 3, 4)]];
-    let (progress, inbox) = Progress::new(Source::LanguageModel, targets);
+    let (progress, inbox) = Progress::new(Provenance::LanguageModel, targets);
     let batches = vec![vec![proposal("a + b", "b + a", 0.5), proposal("a * b", "a * a", 0.4)], Vec::new()];
     // Still sampling (pending) at the end, as a background source is: it is asked again.
     let fake = Fake { pending_at_end: true, ..Fake::new(SourceKind::LanguageModel, batches) };

@@ -7,27 +7,27 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 
 /// Held by the source; dropping it tells the thread to stop at its next step (nobody waits).
-pub struct Feed {
+pub struct Background {
     rx: Receiver<Vec<Proposal>>,
     stop: Arc<AtomicBool>,
     paused: Arc<AtomicBool>,
 }
 
 /// Held by the thread.
-pub struct FeedSender {
+pub struct BackgroundSender {
     pub tx: Sender<Vec<Proposal>>,
     pub stop: Arc<AtomicBool>,
     /// Set while the search scores and confirms plausible patches: hold the model.
     pub paused: Arc<AtomicBool>,
 }
 
-impl Feed {
+impl Background {
     #[must_use]
-    pub fn new() -> (Feed, FeedSender) {
+    pub fn new() -> (Background, BackgroundSender) {
         let (tx, rx) = mpsc::channel();
         let (stop, paused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let sender = FeedSender { tx, stop: Arc::clone(&stop), paused: Arc::clone(&paused) };
-        (Feed { rx, stop, paused }, sender)
+        let sender = BackgroundSender { tx, stop: Arc::clone(&stop), paused: Arc::clone(&paused) };
+        (Background { rx, stop, paused }, sender)
     }
 
     pub fn pause(&self, paused: bool) {
@@ -49,7 +49,7 @@ impl Feed {
     }
 }
 
-impl Drop for Feed {
+impl Drop for Background {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
     }
