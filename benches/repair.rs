@@ -16,7 +16,7 @@ mod suite;
 use deepdebug::eval::quixbugs::{discover, evaluate_program, EvalOptions, ProgramStatus};
 use deepdebug::repair::defaults::SourceChoice;
 use deepdebug::repair::fix::{fix, FixOptions, FixStatus, RankOptions};
-use deepdebug::repair::priors::Priors;
+use deepdebug::repair::learn::priors::Priors;
 use deepdebug::sandbox::{DockerConfig, SandboxKind};
 use std::path::Path;
 use std::time::Duration;

@@ -6,7 +6,7 @@ use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec, Session, TestRun};
 use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
-use deepdebug::repair::priors::Priors;
+use deepdebug::repair::learn::priors::Priors;
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
 use std::collections::HashSet;

@@ -48,7 +48,7 @@ pub struct PatchReport {
     pub description: String,
     pub score: f64,
     pub diff: String,
-    /// The patch's anti-patterns (`repair::overfit`): non-empty only when every plausible patch
+    /// The patch's anti-patterns (`repair::judge::overfit`): non-empty only when every plausible patch
     /// had one, and then the patch may fit the tests rather than fix the bug.
     pub overfit: Vec<&'static str>,
     /// Only with `fix --rank smollm`, when the patch's function could be scored.
@@ -111,7 +111,7 @@ pub struct RankedReport {
     pub superseded: bool,
     /// SmolLM2 finds the patched function too unlikely to report it (`rank::MIN_GAIN`).
     pub implausible: bool,
-    /// The patch's anti-patterns (`repair::overfit`: it degrades the code it edits, e.g.
+    /// The patch's anti-patterns (`repair::judge::overfit`: it degrades the code it edits, e.g.
     /// `constant-return`); a patch with any ranks after every patch without one.
     pub overfit: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +136,7 @@ pub struct LikelihoodReport {
 }
 
 impl LikelihoodReport {
-    fn new(n: &crate::repair::rank::Naturalness) -> LikelihoodReport {
+    fn new(n: &crate::repair::judge::rank::Naturalness) -> LikelihoodReport {
         LikelihoodReport {
             nats: n.patched.nats,
             tokens: n.patched.tokens,
@@ -167,10 +167,10 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 edits: c.patch.edits().len(),
                 deleted_calls: c.deleted_calls,
                 superseded: ranking.superseded.contains(&c.id),
-                implausible: crate::repair::rank::implausible(n),
+                implausible: crate::repair::judge::rank::implausible(n),
                 overfit: overfit_names(outcome, c.id),
                 likelihood: n.map(LikelihoodReport::new),
-                rank_key: crate::repair::rank::combined(c.score, n),
+                rank_key: crate::repair::judge::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
             }
         })
@@ -183,7 +183,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
     });
     Some(RankingReport {
         model: ranking.model.display().to_string(),
-        likelihood_weight: crate::repair::rank::LIKELIHOOD_WEIGHT,
+        likelihood_weight: crate::repair::judge::rank::LIKELIHOOD_WEIGHT,
         scored: ranking.stats.scored,
         out_of_time: ranking.stats.out_of_time,
         seconds: ranking.stats.elapsed.as_secs_f64(),
@@ -203,7 +203,7 @@ pub struct BaselineReport {
     pub seconds: f64,
 }
 
-/// The regression guard of a run (see `repair::guard`).
+/// The regression guard of a run (see `repair::judge::guard`).
 #[derive(Debug, Serialize)]
 pub struct GuardReport {
     /// Baseline-passing tests the guard learned (the failing tests being fixed excluded).
@@ -238,7 +238,7 @@ pub struct UncollectableReport {
 }
 
 impl GuardReport {
-    fn new(guard: &crate::repair::guard::GuardSummary) -> GuardReport {
+    fn new(guard: &crate::repair::judge::guard::GuardSummary) -> GuardReport {
         let left = &guard.left_out;
         GuardReport {
             tests: guard.known,
@@ -354,7 +354,7 @@ pub struct LanguageModelReport {
     pub prompt_tokens: usize,
     pub sampled_tokens: usize,
     pub seconds: f64,
-    /// New candidates per finished widening round (`repair::widen`): trailing zeros mean the
+    /// New candidates per finished widening round (`repair::sources::widen`): trailing zeros mean the
     /// source ran dry; a run cut by the deadline or a confirmed patch ends without them.
     pub rounds: Vec<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -408,7 +408,7 @@ pub struct TriedReport {
     /// Why it was not hot-swapped (absent on the fast path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub off_path: Option<&'static str>,
-    /// A plausible candidate's anti-patterns (`repair::overfit`); empty when it has none, and
+    /// A plausible candidate's anti-patterns (`repair::judge::overfit`); empty when it has none, and
     /// for candidates that are not plausible.
     pub overfit: Vec<&'static str>,
     /// A plausible candidate's diff (absent for the others).

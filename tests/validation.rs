@@ -41,7 +41,7 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::{self, GenerateLimits};
     use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool};
-    use deepdebug::repair::priors::Priors;
+    use deepdebug::repair::learn::priors::Priors;
     use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
@@ -94,7 +94,7 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::{self, GenerateLimits};
     use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
-    use deepdebug::repair::priors::Priors;
+    use deepdebug::repair::learn::priors::Priors;
     use std::collections::{BTreeMap, HashSet};
     use std::time::{Duration, Instant};
 

@@ -354,7 +354,7 @@ fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 /// How many tests guarded the patch, and what the guard left out.
-fn guard_line(guard: &deepdebug::repair::guard::GuardSummary) -> String {
+fn guard_line(guard: &deepdebug::repair::judge::guard::GuardSummary) -> String {
     let checked = guard.checked.unwrap_or(guard.known);
     let left = &guard.left_out;
     let left_out = left.uncollectable.len() + left.failing + left.timed_out;

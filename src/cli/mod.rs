@@ -19,8 +19,8 @@ pub const COPYLEFT_REPOS: [&str; 2] = ["pylint-dev/pylint", "pylint-dev/astroid"
 pub use deepdebug::settings::parse_duration;
 
 /// Operator priors from `--priors`: a priors.json, a mined JSONL to learn from, or the defaults.
-pub fn load_priors(path: Option<&std::path::Path>) -> anyhow::Result<deepdebug::repair::priors::Priors> {
-    use deepdebug::repair::priors::Priors;
+pub fn load_priors(path: Option<&std::path::Path>) -> anyhow::Result<deepdebug::repair::learn::priors::Priors> {
+    use deepdebug::repair::learn::priors::Priors;
     Ok(match path {
         None => Priors::default(),
         Some(path) if is_jsonl(path) => Priors::learn_from_jsonl(path)?.0,

@@ -2,8 +2,8 @@
 
 use anyhow::Context;
 use deepdebug::exit_code::ExitCode;
-use deepdebug::repair::pairs::RowFilter;
-use deepdebug::repair::priors::Priors;
+use deepdebug::repair::learn::pairs::RowFilter;
+use deepdebug::repair::learn::priors::Priors;
 use std::path::PathBuf;
 use std::time::Instant;
 

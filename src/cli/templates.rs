@@ -2,8 +2,8 @@
 
 use anyhow::Context;
 use deepdebug::exit_code::ExitCode;
-use deepdebug::repair::pairs::RowFilter;
-use deepdebug::repair::templates::{learn_from_jsonl, LearnConfig};
+use deepdebug::repair::learn::pairs::RowFilter;
+use deepdebug::repair::learn::templates::{learn_from_jsonl, LearnConfig};
 use std::path::PathBuf;
 use std::time::Instant;
 

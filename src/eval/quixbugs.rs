@@ -4,7 +4,7 @@ use super::equivalence::{self, CompareConfig};
 use crate::pytest::default_python;
 use crate::repair::defaults::Sources;
 use crate::repair::fix::{fix, FixOptions, FixStatus};
-use crate::repair::priors::Priors;
+use crate::repair::learn::priors::Priors;
 use crate::repair::search::SourceKind;
 use crate::sandbox::{DockerConfig, SandboxKind};
 use crate::text::clip;

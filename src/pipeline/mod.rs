@@ -131,7 +131,7 @@ pub enum PipelineError {
     #[error(transparent)]
     Pytest(#[from] crate::pytest::PytestError),
     #[error(transparent)]
-    Pairs(#[from] crate::repair::pairs::PairsError),
+    Pairs(#[from] crate::repair::learn::pairs::PairsError),
 }
 
 impl PipelineError {

@@ -5,7 +5,7 @@ use super::{evaluate, Manifest, PipelineError, PipelineEvent, Stage};
 use crate::inject::BugRow;
 use crate::model::data::{focal_source, Example};
 use crate::model::{self, Task};
-use crate::repair::pairs::{map_rows, LineHunk, PairRow};
+use crate::repair::learn::pairs::{map_rows, LineHunk, PairRow};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -1,11 +1,11 @@
 //! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
 
-use super::operators::{mutations_at_line_in, shorten, FileScope, Operator};
-use super::priors::Priors;
 use crate::localize::Localization;
 use crate::patch::{Edit, Patch};
 use crate::project::Project;
 use crate::python::Parsed;
+use crate::repair::learn::priors::Priors;
+use crate::repair::sources::operators::{mutations_at_line_in, shorten, FileScope, Operator};
 use std::collections::{HashMap, HashSet};
 
 pub mod chunk;
@@ -302,7 +302,7 @@ pub fn operator_proposals(
 fn missing_key_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<(usize, super::operators::Mutation)> {
+) -> Vec<(usize, crate::repair::sources::operators::Mutation)> {
     use crate::localize::CrashKind;
     let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::KeyError && c.raised_here) else {
         return Vec::new();
@@ -312,7 +312,7 @@ fn missing_key_fixes(
         key != missing
             && ((missing.starts_with(key) || key.starts_with(missing)) && key.len().min(missing.len()) >= 3
                 || key.eq_ignore_ascii_case(missing)
-                || super::operators::edit_distance(key, missing) <= 2)
+                || crate::repair::sources::operators::edit_distance(key, missing) <= 2)
     };
     let mut out = Vec::new();
     let mut stack = vec![file.parsed.root()];
@@ -325,7 +325,7 @@ fn missing_key_fixes(
         let Some(key) = node.child_by_field_name("key").filter(|k| k.kind() == "string") else { continue };
         let text = file.parsed.node_text(key);
         let Some(replacement) = renamed_key(text, missing).filter(|_| quoted(text).is_some_and(near)) else { continue };
-        let mutation = super::operators::Mutation {
+        let mutation = crate::repair::sources::operators::Mutation {
             operator: Operator::Literal,
             edit: Edit::replacement(key.byte_range(), replacement.clone()),
             description: format!("`{text}` → `{replacement}` (the missing key)"),
@@ -340,7 +340,7 @@ fn missing_key_fixes(
 fn lookup_default_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<super::operators::Mutation> {
+) -> Vec<crate::repair::sources::operators::Mutation> {
     use crate::localize::CrashKind;
     if !susp.crash.as_ref().is_some_and(|c| c.kind == CrashKind::KeyError && c.raised_here) {
         return Vec::new();
@@ -363,7 +363,7 @@ fn lookup_default_fixes(
             let old = parsed.node_text(node);
             let at = range.start - node.start_byte();
             let new = format!("{}{content}{}", &old[..at], &old[at + range.len()..]);
-            super::operators::Mutation {
+            crate::repair::sources::operators::Mutation {
                 operator: Operator::CallArguments,
                 description: format!("`{}` → `{}` (a default for the missing key)", shorten(old), shorten(&new)),
                 edit: Edit::replacement(range, content),
@@ -432,19 +432,23 @@ fn quoted(text: &str) -> Option<&str> {
 fn call_argument_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<super::operators::Mutation> {
+) -> Vec<crate::repair::sources::operators::Mutation> {
     use crate::localize::CrashKind;
     let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::TypeError && c.raised_here) else {
         return Vec::new();
     };
-    super::signature::CallError::parse(&crash.message)
-        .map(|error| super::signature::call_fixes(&file.parsed, susp.line, &error))
+    crate::repair::sources::signature::CallError::parse(&crash.message)
+        .map(|error| crate::repair::sources::signature::call_fixes(&file.parsed, susp.line, &error))
         .unwrap_or_default()
 }
 
 /// Boost for an operator that answers the exception a failing test raised at this line: a
 /// missing name or attribute replaced, bounds and guards for lookups, arguments for calls.
-fn crash_steer(crash: &crate::localize::Crash, mutation: &super::operators::Mutation, text: &str) -> f64 {
+fn crash_steer(
+    crash: &crate::localize::Crash,
+    mutation: &crate::repair::sources::operators::Mutation,
+    text: &str,
+) -> f64 {
     use crate::localize::CrashKind as K;
     let replaced = text.get(mutation.edit.range.clone()).unwrap_or_default();
     let names_missing = || crash.missing_name().is_some_and(|name| replaced == name);
@@ -666,7 +670,7 @@ pub struct Checked {
     pub patch: Patch,
     pub patched_text: String,
     pub focus: Option<Focus>,
-    /// Names whose assignments the patch left dead and [`super::cleanup`] removed with it.
+    /// Names whose assignments the patch left dead and [`crate::repair::cleanup`] removed with it.
     pub removed_stores: Vec<String>,
 }
 
@@ -698,7 +702,7 @@ pub fn check_patch(
         return Err(Rejected::Unparseable);
     }
     let (patch, patched_text, reparsed, removed_stores) =
-        match super::cleanup::without_dead_stores(&file.parsed, &reparsed, &patch) {
+        match crate::repair::cleanup::without_dead_stores(&file.parsed, &reparsed, &patch) {
             Some((clean, names)) => {
                 let text = clean.apply(original);
                 let edits: Vec<(std::ops::Range<usize>, &str)> =
@@ -1022,7 +1026,7 @@ mod tests {
     fn operators_answering_the_raised_exception_are_preferred_at_the_raising_line() {
         use super::{crash_steer, CRASH_STEER};
         use crate::localize::{Crash, CrashKind};
-        use crate::repair::operators::{Mutation, Operator};
+        use crate::repair::sources::operators::{Mutation, Operator};
         let text = "def f(count):\n    return cuont + 1\n";
         let at = text.find("cuont").unwrap();
         let mutation = |operator, from: usize, to: usize| Mutation {

@@ -1,12 +1,12 @@
 //! `fix`'s default options in one place: which candidate sources and ranking run unless told otherwise, for the CLI, `eval` and the benches alike.
 
-use super::candidate::{GenerateLimits, NeuralLimits};
-use super::cloze::ClozeOptions;
-use super::fix::{FixOptions, NeuralOptions, RankOptions};
-use super::lab::EngineChoice;
-use super::templates::{Templates, TemplatesError};
 use crate::exit_code::ExitCode;
 use crate::model::smollm::{find_gemma_gguf, find_gguf, GEMMA_GGUF_ENV, GGUF_ENV};
+use crate::repair::candidate::{GenerateLimits, NeuralLimits};
+use crate::repair::fix::{FixOptions, NeuralOptions, RankOptions};
+use crate::repair::lab::EngineChoice;
+use crate::repair::learn::templates::{Templates, TemplatesError};
+use crate::repair::sources::cloze::ClozeOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,7 +237,7 @@ impl FixOptions {
             baseline_test_timeout: Duration::from_secs(10),
             limits: GenerateLimits::default(),
             engine: EngineChoice::Batch,
-            priors: super::priors::Priors::default(),
+            priors: crate::repair::learn::priors::Priors::default(),
             neural: sources.neural,
             sandbox: crate::sandbox::SandboxKind::Local,
             docker: crate::sandbox::DockerConfig::default(),

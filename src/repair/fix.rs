@@ -1,22 +1,22 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
-use super::behaviour::{ReturnCheck, Watched};
-use super::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
-use super::cloze::{ClozeOptions, ClozeSource, ClozeStats};
-use super::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
-use super::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
-use super::minimal;
-use super::overfit::{self, AntiPattern};
-use super::patcher::{ModelTurns, PatcherSource};
-use super::priors::Priors;
-use super::rank::{self, Naturalness, RankStats, Ranker};
-use super::search::{self, CandidateSource, Search, SourceKind, SourceStats};
-use super::sources::{CombinationSource, OperatorSource, TemplateSource};
-use super::templates::Templates;
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
+use crate::repair::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
+use crate::repair::judge::behaviour::{ReturnCheck, Watched};
+use crate::repair::judge::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
+use crate::repair::judge::minimal;
+use crate::repair::judge::overfit::{self, AntiPattern};
+use crate::repair::judge::rank::{self, Naturalness, RankStats, Ranker};
+use crate::repair::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use crate::repair::learn::priors::Priors;
+use crate::repair::learn::templates::Templates;
+use crate::repair::search::{self, CandidateSource, Search, SourceKind, SourceStats};
+use crate::repair::sources::cloze::{ClozeOptions, ClozeSource, ClozeStats};
+use crate::repair::sources::patcher::{ModelTurns, PatcherSource};
+use crate::repair::sources::{CombinationSource, OperatorSource, TemplateSource};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

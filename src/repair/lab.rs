@@ -1,9 +1,9 @@
 //! The main loop of `fix`: validate ranked candidates in scratch copies, in parallel, within a deadline.
 
-use super::candidate::{Candidate, CandidateId, Focus};
 use crate::project::copy_tree;
 use crate::pytest::server::{ForkServer, Request, ServerMode, Swap};
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestRun};
+use crate::repair::candidate::{Candidate, CandidateId, Focus};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,23 +1,11 @@
-//! The generate-and-validate repair loop behind `deepdebug fix`.
+//! The generate-and-validate repair loop behind `deepdebug fix`: candidates from sources, a search that schedules them, a lab that validates them, judges that pick the patch, and what is learned offline from fix commits.
 
-pub mod background;
-pub mod behaviour;
 pub mod candidate;
 pub mod cleanup;
-pub mod cloze;
 pub mod defaults;
 pub mod fix;
-pub mod guard;
+pub mod judge;
 pub mod lab;
-pub mod minimal;
-pub mod operators;
-pub mod overfit;
-pub mod pairs;
-pub mod patcher;
-pub mod priors;
-pub mod rank;
+pub mod learn;
 pub mod search;
-pub mod signature;
 pub mod sources;
-pub mod templates;
-pub mod widen;

@@ -1,10 +1,10 @@
 //! The search behind `fix`: every candidate under a stable id, all sources drawn in one stream by expected success per second.
 
-use super::candidate::{self, Candidate, CandidateId, Partner, Proposal, Provenance};
-use super::lab::{CandidateOutcome, Feed, Next, Validated};
 use crate::exclude::Exclude;
 use crate::patch::Patch;
 use crate::project::Project;
+use crate::repair::candidate::{self, Candidate, CandidateId, Partner, Proposal, Provenance};
+use crate::repair::lab::{CandidateOutcome, Feed, Next, Validated};
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,9 +12,9 @@ use std::time::Instant;
 /// Families of candidate sources, for scheduling and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SourceKind {
-    /// The repair operators (`repair::operators`).
+    /// The repair operators (`repair::sources::operators`).
     Operators,
-    /// Fix templates learned from real commits (`repair::templates`).
+    /// Fix templates learned from real commits (`repair::learn::templates`).
     Templates,
     /// A pretrained language model proposing lines cloze-style.
     LanguageModel,

@@ -219,7 +219,7 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
 /// it sees in `next`.
 struct Learner {
     fake: Fake,
-    progress: crate::repair::widen::Progress,
+    progress: crate::repair::sources::widen::Progress,
 }
 
 impl CandidateSource for Learner {
@@ -237,7 +237,7 @@ impl CandidateSource for Learner {
 
 #[test]
 fn a_generative_source_learns_which_of_its_targets_made_progress() {
-    use crate::repair::widen::{Progress, Widening};
+    use crate::repair::sources::widen::{Progress, Widening};
     let (_dir, project) = project();
     // Target 0 holds line 2, target 1 lines 3-4.
     let targets = vec![vec![("m.py".to_string(), 2, 2)], vec![("m.py".to_string(), 3, 4)]];

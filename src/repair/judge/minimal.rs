@@ -1,7 +1,7 @@
 //! Minimal plausible patches: a patch whose change contains another plausible patch's change, token by token, is not chosen over it.
 
-use super::candidate::{Candidate, CandidateId};
 use crate::project::Project;
+use crate::repair::candidate::{Candidate, CandidateId};
 use std::collections::HashSet;
 use std::ops::Range;
 

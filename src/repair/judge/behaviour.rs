@@ -1,9 +1,9 @@
 //! Behavioural false-positive control: what a patched function returns on the tests' inputs (kinds of value, results per argument list) against what the buggy function returned.
 
-use super::candidate::Candidate;
-use super::lab::{scratch_copy, LabError};
 use crate::project::Project;
 use crate::pytest::{Pytest, RunSpec, Session, TestRun};
+use crate::repair::candidate::Candidate;
+use crate::repair::lab::{scratch_copy, LabError};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -319,10 +319,10 @@ mod tests {
         let start = text.find(old).unwrap();
         let patch = Patch::single(file, Edit::replacement(start..start + old.len(), new));
         Candidate {
-            id: super::super::candidate::CandidateId(0),
+            id: crate::repair::candidate::CandidateId(0),
             patched_text: patch.apply(&text),
             patch,
-            source: super::super::candidate::Provenance::LanguageModel,
+            source: crate::repair::candidate::Provenance::LanguageModel,
             line: text[..start].matches('\n').count() + 1,
             description: String::new(),
             score: 1.0,

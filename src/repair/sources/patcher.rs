@@ -1,14 +1,14 @@
 //! The trained patcher as a background candidate source: whole-function rewrites sampled on their own thread, taking turns with the language-model lines.
 
-use super::background::{Background, BackgroundSender};
-use super::candidate::Proposal;
-use super::candidate::{minimal_edit, reindent, NeuralLimits, Provenance};
-use super::search::{CandidateSource, Produced, SourceKind, View};
-use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::SuspiciousFunction;
 use crate::model::{ModelError, Patcher, SampleOptions, SampleRun};
 use crate::patch::Patch;
 use crate::project::Project;
+use crate::repair::candidate::Proposal;
+use crate::repair::candidate::{minimal_edit, reindent, NeuralLimits, Provenance};
+use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
+use crate::repair::sources::background::{Background, BackgroundSender};
+use crate::repair::sources::widen::{Inbox, Progress, Round, Widening};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};

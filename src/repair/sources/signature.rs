@@ -1,8 +1,8 @@
 //! Call-argument repairs directed by a `TypeError` raised at a call: a missing argument inserted, a surplus one removed, an unknown keyword renamed.
 
-use super::operators::{enclosing_function, scope_names, Mutation, Operator};
 use crate::patch::Edit;
 use crate::python::Parsed;
+use crate::repair::sources::operators::{enclosing_function, scope_names, Mutation, Operator};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -173,7 +173,7 @@ fn values_for(name: &str, scope: &BTreeSet<String>) -> Vec<String> {
     let mut similar: Vec<(usize, &String)> = scope
         .iter()
         .filter(|s| s.as_str() != name)
-        .map(|s| (super::operators::edit_distance(name, s), s))
+        .map(|s| (crate::repair::sources::operators::edit_distance(name, s), s))
         .filter(|(d, s)| *d <= 2.max(name.len().min(s.len()) / 3))
         .collect();
     similar.sort();
@@ -249,8 +249,11 @@ fn unexpected_keyword(parsed: &Parsed, args: Node<'_>, name: &str, params: Optio
     for kw in keywords {
         let Some(key) = kw.child_by_field_name("name").filter(|k| parsed.node_text(*k) == name) else { continue };
         out.push(remove(parsed, args, kw));
-        let mut similar: Vec<(usize, &String)> =
-            params.unwrap_or_default().iter().map(|p| (super::operators::edit_distance(name, p), p)).collect();
+        let mut similar: Vec<(usize, &String)> = params
+            .unwrap_or_default()
+            .iter()
+            .map(|p| (crate::repair::sources::operators::edit_distance(name, p), p))
+            .collect();
         similar.sort();
         for (_, param) in similar.into_iter().take(3) {
             out.push(Mutation {

@@ -5,7 +5,7 @@
 use super::pattern::{Context, Piece, Template, TemplateKind};
 use super::tokens::{is_fragment, is_simple_statement, leaf_span, leaves, Leaf, LeafKind};
 use crate::python::Parsed;
-use crate::repair::pairs::LineHunk;
+use crate::repair::learn::pairs::LineHunk;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use tree_sitter::Node;

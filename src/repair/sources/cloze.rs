@@ -1,16 +1,16 @@
 //! Language-model candidates, cloze-style: SmolLM2 rewrites suspicious lines, the rest of a line after a cut, and inserts lines, sampled in the background.
 
-use super::background::{Background, BackgroundSender};
-use super::candidate::Proposal;
-use super::candidate::Provenance;
-use super::patcher::ModelTurns;
-use super::search::{CandidateSource, Produced, SourceKind, View};
-use super::widen::{Inbox, Progress, Round, Widening};
 use crate::localize::Localization;
 use crate::model::smollm::{LineSampling, Prefix, SampledLine, SmolLm, Until};
 use crate::model::ModelError;
 use crate::patch::{Edit, Patch};
 use crate::project::Project;
+use crate::repair::candidate::Proposal;
+use crate::repair::candidate::Provenance;
+use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
+use crate::repair::sources::background::{Background, BackgroundSender};
+use crate::repair::sources::patcher::ModelTurns;
+use crate::repair::sources::widen::{Inbox, Progress, Round, Widening};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

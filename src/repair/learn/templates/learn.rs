@@ -4,7 +4,7 @@
 use super::extract::extract;
 use super::pattern::Template;
 use super::{TemplateRecord, TemplatesFile, TEMPLATES_FORMAT_VERSION};
-use crate::repair::pairs::{map_rows, PairRow, PairsError, RowFilter};
+use crate::repair::learn::pairs::{map_rows, PairRow, PairsError, RowFilter};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! The search's end of a background candidate source: proposals drained as they arrive, and the pause and stop flags its thread obeys.
 
-use super::candidate::Proposal;
-use super::search::Produced;
+use crate::repair::candidate::Proposal;
+use crate::repair::search::Produced;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;

@@ -1,10 +1,10 @@
 //! Likelihood ranking of plausible patches with SmolLM2: how natural each patched function reads.
 
-use super::candidate::{Candidate, CandidateId};
 use crate::model::smollm::{Likelihood, SmolLm};
 use crate::model::ModelError;
 use crate::project::Project;
 use crate::python::{functions, Parsed};
+use crate::repair::candidate::{Candidate, CandidateId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,13 +1,20 @@
 //! Candidate sources for the search: operators and templates per line, combinations of partial fixes.
 
-use super::candidate::Proposal;
-use super::candidate::{self, Candidate, CandidateId};
-use super::operators::{FileScope, Operator};
-use super::priors::Priors;
-use super::search::{CandidateSource, Produced, SourceKind, View};
-use super::templates::Templates;
+pub mod background;
+pub mod cloze;
+pub mod operators;
+pub mod patcher;
+pub mod signature;
+pub mod widen;
+
 use crate::localize::SuspiciousLine;
 use crate::project::Project;
+use crate::repair::candidate::Proposal;
+use crate::repair::candidate::{self, Candidate, CandidateId};
+use crate::repair::learn::priors::Priors;
+use crate::repair::learn::templates::Templates;
+use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
+use crate::repair::sources::operators::{FileScope, Operator};
 use std::collections::{HashMap, HashSet};
 
 /// The repair operators at the suspicious lines, one line per batch in rank order: the cost of
@@ -94,7 +101,7 @@ impl CandidateSource for TemplateSource<'_> {
             .into_iter()
             .map(|m| Proposal {
                 patch: crate::patch::Patch::single(file.rel.clone(), m.edit),
-                source: super::candidate::Provenance::Template,
+                source: crate::repair::candidate::Provenance::Template,
                 line: susp.line,
                 description: m.description,
                 score: susp.score * TEMPLATE_PRIOR * (0.5 + 0.5 * m.weight),

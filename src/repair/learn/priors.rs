@@ -1,9 +1,9 @@
 //! Operator priors learned from mined fix commits: how often each operator reproduces a real fix.
 
-use super::operators::{mutations_at_line_in, FileScope, Operator};
-use super::pairs::{map_rows, LineHunk, PairsError, RowFilter};
 use crate::patch::{Edit, Patch};
 use crate::python::Parsed;
+use crate::repair::learn::pairs::{map_rows, LineHunk, PairsError, RowFilter};
+use crate::repair::sources::operators::{mutations_at_line_in, FileScope, Operator};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

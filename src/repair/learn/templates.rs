@@ -28,9 +28,9 @@ pub use extract::extract;
 pub use learn::{learn, learn_from_jsonl, LearnConfig};
 pub use pattern::{render, Context, Piece, Template, TemplateKind};
 
-use super::pairs::PairsError;
 use crate::patch::Edit;
 use crate::python::Parsed;
+use crate::repair::learn::pairs::PairsError;
 use apply::{Index, LineView};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 pub const TEMPLATES_FORMAT_VERSION: u32 = 1;
 
 /// The committed `datasets/templates.json`.
-const BUNDLED: &str = include_str!("../../datasets/templates.json");
+const BUNDLED: &str = include_str!("../../../datasets/templates.json");
 
 /// The on-disk form of learned templates (`templates.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -248,7 +248,7 @@ impl Templates {
 mod tests {
     use super::*;
     use crate::patch::Patch;
-    use crate::repair::pairs::{PairRow, RowFilter};
+    use crate::repair::learn::pairs::{PairRow, RowFilter};
 
     fn func(body: &str) -> String {
         format!("def f(d, k, xs):\n    total = 0\n{body}    return total\n")
