@@ -53,7 +53,7 @@ impl LinePlanter {
     /// # Errors
     /// When the GGUF file cannot be read or is not a llama model.
     pub fn load(options: LmBugs) -> Result<LinePlanter, ModelError> {
-        let lm = SmolLm::load(&options.gguf, &candle_core::Device::Cpu)?;
+        let lm = SmolLm::load_cpu(&options.gguf)?;
         Ok(LinePlanter { lm, options })
     }
 

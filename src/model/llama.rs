@@ -461,7 +461,9 @@ struct Masks {
     window: Option<Tensor>,
 }
 
-fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+/// RoPE's cos and sin tables for every position up to [`MAX_SEQ_LEN`] (shared with the
+/// trainable model of `lora`).
+pub(crate) fn rope_tables(head_dim: usize, freq_base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
     #[allow(clippy::cast_precision_loss)]
     let theta: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / freq_base.powf(i as f32 / head_dim as f32)).collect();
     let theta = Tensor::new(theta.as_slice(), device)?;

@@ -2,7 +2,7 @@
 
 use super::ModelError;
 use candle_core::quantized::gguf_file;
-use candle_core::{CpuStorage, DType, Device, Layout, Shape, Tensor, D};
+use candle_core::{CpuStorage, Device, Layout, Shape, Tensor, D};
 use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -383,7 +383,7 @@ impl LoraLlama {
             let ffn_norm = tensor(&format!("blk.{i}.ffn_norm.weight"))?;
             blocks.push(Block { q, k, v, o, gate, up, down, attn_norm, ffn_norm });
         }
-        let (cos, sin) = rope_tables(h.rope_dim, h.rope_base, &device)?;
+        let (cos, sin) = super::llama::rope_tables(h.rope_dim, h.rope_base, &device)?;
         Ok(LoraLlama {
             embeddings,
             blocks,
@@ -470,17 +470,6 @@ fn rms(x: &Tensor, alpha: &Tensor, eps: f32) -> candle_core::Result<Tensor> {
 fn causal_bias(len: usize, device: &Device) -> candle_core::Result<Tensor> {
     let bias: Vec<f32> = (0..len).flat_map(|i| (0..len).map(move |j| if j > i { -1e9 } else { 0.0 })).collect();
     Tensor::from_vec(bias, (len, len), device)
-}
-
-fn rope_tables(head_dim: usize, base: f32, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let max = super::llama::MAX_SEQ_LEN;
-    let theta: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / base.powf(i as f32 / head_dim as f32)).collect();
-    let theta = Tensor::new(theta.as_slice(), device)?;
-    let angles = Tensor::arange(0, max as u32, device)?
-        .to_dtype(DType::F32)?
-        .reshape((max, 1))?
-        .matmul(&theta.reshape((1, theta.elem_count()))?)?;
-    Ok((angles.cos()?, angles.sin()?))
 }
 
 #[cfg(test)]

@@ -229,6 +229,15 @@ impl SmolLm {
         SmolLm::load_inner(path, Weights::Mixed, &HashMap::new(), device)
     }
 
+    /// [`SmolLm::load`] on the CPU (what the repair sources and the ranker use: they run beside
+    /// validation and never hold a GPU).
+    ///
+    /// # Errors
+    /// As [`SmolLm::load`].
+    pub fn load_cpu(path: &Path) -> Result<SmolLm, ModelError> {
+        SmolLm::load(path, &Device::Cpu)
+    }
+
     /// Load keeping the matmul weights as `weights` says ([`SmolLm::load`]: `Weights::Mixed`,
     /// which for SmolLM2's Q4_1 and Q8_0 matrices means the batched quantized kernels only;
     /// `Weights::F32` computes without quantizing activations, for exact comparisons).

@@ -93,7 +93,7 @@ impl Ranker {
     /// When the file is missing or not a usable GGUF.
     pub fn load(path: &Path) -> Result<Ranker, ModelError> {
         Ok(Ranker {
-            lm: SmolLm::load(path, &candle_core::Device::Cpu)?,
+            lm: SmolLm::load_cpu(path)?,
             path: path.to_path_buf(),
             speed: Speed::default(),
         })

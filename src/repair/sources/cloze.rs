@@ -284,7 +284,7 @@ impl Worker {
     /// Round after round over its windows of lines, until the search stops or the rounds
     /// bring no new candidate.
     fn run(&self, windows: &[Vec<FunctionJob>]) {
-        let result = SmolLm::load(&self.options.gguf, &candle_core::Device::Cpu).and_then(|lm| loop {
+        let result = SmolLm::load_cpu(&self.options.gguf).and_then(|lm| loop {
             self.inbox.apply(&mut self.widening.borrow_mut());
             let Some(round) = self.widening.borrow_mut().next_round() else { return Ok(()) };
             for pass in round_passes(&round) {
