@@ -18,7 +18,7 @@ pub mod train;
 
 pub use config::{ModelConfig, Task};
 pub use dir::ModelDir;
-pub use patcher::Patcher;
+pub use patcher::{Patcher, TextModel};
 pub use sample::{Sample, SampleOptions, SampleRun, Sampler};
 pub use tokenizer::CodeTokenizer;
 pub use train::{cross_entropy, train, TrainEvent, TrainOptions, TrainSummary};

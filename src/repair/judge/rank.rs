@@ -92,11 +92,7 @@ impl Ranker {
     /// # Errors
     /// When the file is missing or not a usable GGUF.
     pub fn load(path: &Path) -> Result<Ranker, ModelError> {
-        Ok(Ranker {
-            lm: SmolLm::load_cpu(path)?,
-            path: path.to_path_buf(),
-            speed: Speed::default(),
-        })
+        Ok(Ranker { lm: SmolLm::load_cpu(path)?, path: path.to_path_buf(), speed: Speed::default() })
     }
 
     #[must_use]
