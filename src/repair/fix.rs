@@ -5,7 +5,7 @@ use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::repair::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
-use crate::repair::judge::behaviour::{ReturnCheck, Watched};
+use crate::repair::judge::behaviour::{self, ReturnCheck, Watched};
 use crate::repair::judge::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
 use crate::repair::judge::minimal;
 use crate::repair::judge::overfit::{self, AntiPattern};
@@ -389,7 +389,8 @@ fn search_stage<'p>(
     on_event(FixEvent::SearchStarted { deadline: budget.search_deadline });
     let (best, end, run) = {
         let config = lab_config((options, focus), project, outcome, budget.search_deadline);
-        let mut run = SearchRun::new(options, project, (pytest, pool, config), &search, (ranker, ranking), &budget);
+        let validation = Validation { pytest, pool, config };
+        let mut run = SearchRun::new(options, project, validation, &search, (ranker, ranking), &budget);
         run.guard = Some(guard);
         let (best, end) = run.search_and_confirm(on_event)?;
         (best, end, run.finish())
@@ -835,15 +836,23 @@ struct RunResults {
     validating: Duration,
 }
 
+/// What validates a search's candidates: pytest, the pool of warm workers, the lab's settings.
+struct Validation<'r> {
+    pytest: &'r crate::pytest::Pytest,
+    pool: &'r lab::Pool,
+    config: LabConfig<'r>,
+}
+
 impl<'r, 'p> SearchRun<'r, 'p> {
     fn new(
         options: &'r FixOptions,
         project: &'p Project,
-        (pytest, pool, config): (&'r crate::pytest::Pytest, &'r lab::Pool, LabConfig<'r>),
+        validation: Validation<'r>,
         search: &'r Mutex<Search<'p>>,
         (ranker, ranking): (Option<Ranker>, Option<Ranking>),
         budget: &Budget,
     ) -> Self {
+        let Validation { pytest, pool, config } = validation;
         let (notes, first_validated) = (Mutex::new(Vec::new()), std::sync::OnceLock::new());
         let per_test = config.timeouts.per_test.max(Duration::from_secs(2));
         let (deadline, last_call, timeout, startup) =
@@ -892,11 +901,12 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 Some(watched) => {
                     let tests = watched.tests(self.config.baseline, &self.config.failing);
                     let until = Instant::now() + self.deadline.saturating_duration_since(Instant::now()) / 5;
-                    let (failing, baseline) = (&self.config.failing, self.config.baseline);
-                    let findings = self
-                        .returns
-                        .check(candidate, &watched, (&tests, failing), (baseline, until))
-                        .unwrap_or_default();
+                    let checked = behaviour::Checked {
+                        reaching: &tests,
+                        failing: &self.config.failing,
+                        baseline: self.config.baseline,
+                    };
+                    let findings = self.returns.check(candidate, &watched, &checked, until).unwrap_or_default();
                     let mut flags = Vec::new();
                     if !findings.new_kinds.is_empty() {
                         flags.push(AntiPattern::NewReturnType);

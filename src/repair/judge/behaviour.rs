@@ -181,15 +181,25 @@ pub struct ReturnCheck<'a> {
     before: HashMap<String, Option<Observed>>,
 }
 
+/// The tests a behaviour check runs, and what they ran at baseline.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    /// The tests that reach the edited function.
+    pub reaching: &'a [String],
+    /// The originally failing tests among them.
+    pub failing: &'a [String],
+    /// The baseline session (with coverage): what the failing tests ran before.
+    pub baseline: &'a Session,
+}
+
 impl<'a> ReturnCheck<'a> {
     #[must_use]
     pub fn new(pytest: &'a Pytest, root: &'a Path, per_test: Duration) -> ReturnCheck<'a> {
         ReturnCheck { pytest, root, per_test, before: HashMap::new() }
     }
 
-    /// What `candidate`'s function does differently on `tests` from the buggy one (nothing
-    /// when there was no time to tell before `deadline`); `baseline` (with coverage) tells what
-    /// the `failing` tests ran before.
+    /// What `candidate`'s function does differently on the tests from the buggy one (nothing
+    /// when there was no time to tell before `deadline`).
     ///
     /// # Errors
     /// When a scratch copy cannot be made or pytest cannot run.
@@ -197,18 +207,19 @@ impl<'a> ReturnCheck<'a> {
         &mut self,
         candidate: &Candidate,
         watched: &Watched,
-        (tests, failing): (&[String], &[String]),
-        (baseline, deadline): (&Session, Instant),
+        tests: &Checked<'_>,
+        deadline: Instant,
     ) -> Result<Findings, LabError> {
-        if tests.is_empty() {
+        let Checked { reaching, failing, baseline } = *tests;
+        if reaching.is_empty() {
             return Ok(Findings::default());
         }
         if !self.before.contains_key(&watched.key) {
-            let before = self.run(None, watched, (tests, failing), deadline)?;
+            let before = self.run(None, watched, (reaching, failing), deadline)?;
             self.before.insert(watched.key.clone(), before);
         }
         let Some(Some(before)) = self.before.get(&watched.key).cloned() else { return Ok(Findings::default()) };
-        let Some(after) = self.run(Some(candidate), watched, (tests, failing), deadline)? else {
+        let Some(after) = self.run(Some(candidate), watched, (reaching, failing), deadline)? else {
             return Ok(Findings::default());
         };
         let (compared, changed) = changed_values(&before.values, &after.values);
@@ -365,14 +376,11 @@ mod tests {
         assert_eq!(watched.key, "shop.py:4", "the decorator's line, as co_firstlineno");
         let baseline =
             pytest.run(&RunSpec::baseline(dir.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-        let on = (tests.as_slice(), &tests[..1]);
-        assert_eq!(check.check(&none, &watched, on, (&baseline, deadline)).unwrap().new_kinds, ["NoneType"]);
+        let on = Checked { reaching: tests.as_slice(), failing: &tests[..1], baseline: &baseline };
+        assert_eq!(check.check(&none, &watched, &on, deadline).unwrap().new_kinds, ["NoneType"]);
 
         let fixed = candidate(&project, "shop.py", last, "    return False\n\n\ndef label");
-        assert!(
-            check.check(&fixed, &watched, on, (&baseline, deadline)).unwrap().new_kinds.is_empty(),
-            "False is a boolean too"
-        );
+        assert!(check.check(&fixed, &watched, &on, deadline).unwrap().new_kinds.is_empty(), "False is a boolean too");
         assert!(Watched::of(&project, &candidate(&project, "shop.py", "import functools", "import os")).is_none());
     }
 
@@ -386,21 +394,19 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(120);
         let tests = vec!["test_stairs.py::test_many".to_string()];
         let old = "    return ways(n - 1) + ways(n - 2)\n";
-        let (tests, baseline) = (
-            (tests.as_slice(), tests.as_slice()),
-            (&Session::empty(crate::process::Exit::Success, Duration::ZERO), deadline),
-        );
+        let empty = Session::empty(crate::process::Exit::Success, Duration::ZERO);
+        let on = Checked { reaching: tests.as_slice(), failing: tests.as_slice(), baseline: &empty };
 
         // Fast and wrong: the small calls the buggy function finished now return other values.
         let wrong = candidate(&project, "stairs.py", old, "    return ways(n - 1) * 2\n");
         let watched = Watched::of(&project, &wrong).unwrap();
-        let findings = check.check(&wrong, &watched, tests, baseline).unwrap();
+        let findings = check.check(&wrong, &watched, &on, deadline).unwrap();
         assert!(findings.changes_results() && findings.compared > 10, "{findings:?}");
 
         // Fast and right (memoized): every call both finished returns what it did.
         let def = "def ways(n):";
         let right = candidate(&project, "stairs.py", def, "@__import__('functools').lru_cache(None)\ndef ways(n):");
-        let findings = check.check(&right, &watched, tests, baseline).unwrap();
+        let findings = check.check(&right, &watched, &on, deadline).unwrap();
         assert!(!findings.changes_results() && findings.compared > 10, "{findings:?}");
     }
 
@@ -420,13 +426,13 @@ mod tests {
         assert!(baseline.test(&failing[0]).is_some_and(|t| !t.outcome.is_ok()), "4 problems, not 2");
         let mut check = ReturnCheck::new(&pytest, dir.path(), Duration::from_secs(10));
         let deadline = Instant::now() + Duration::from_secs(120);
-        let on = (failing.as_slice(), failing.as_slice());
+        let on = Checked { reaching: failing.as_slice(), failing: failing.as_slice(), baseline: &baseline };
 
         // Skipping subdirectories counts 2 (and tests almost nothing): skipped code.
         let from = "            found.update(check_dir(path))\n";
         let skip = candidate(&project, "lint.py", from, "            continue\n");
         let watched = Watched::of(&project, &skip).unwrap();
-        let findings = check.check(&skip, &watched, on, (&baseline, deadline)).unwrap();
+        let findings = check.check(&skip, &watched, &on, deadline).unwrap();
         assert!(!findings.skips_code(), "the subdirectory's file was a third of the lines: {findings:?}");
         // Checking nothing at all: the test no longer runs the checker.
         let from = "        problems.append('long')\n    return problems\n";
@@ -435,10 +441,10 @@ mod tests {
         let from = "    for problems in check_dir(root).values():\n        total += len(problems)\n    return total\n";
         let evade = candidate(&project, "lint.py", from, "    return 2\n");
         let watched = Watched::of(&project, &evade).unwrap();
-        let findings = check.check(&evade, &watched, on, (&baseline, deadline)).unwrap();
+        let findings = check.check(&evade, &watched, &on, deadline).unwrap();
         assert!(findings.skips_code(), "{findings:?}");
         let watched = Watched::of(&project, &nothing).unwrap();
-        let findings = check.check(&nothing, &watched, on, (&baseline, deadline)).unwrap();
+        let findings = check.check(&nothing, &watched, &on, deadline).unwrap();
         assert!(!findings.skips_code(), "the same code runs, with another result: {findings:?}");
     }
 }
