@@ -4,9 +4,10 @@
 use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec, Session, TestRun};
-use deepdebug::repair::candidate::{self, Candidate, GenerateLimits};
+use deepdebug::repair::candidate::{Candidate, GenerateLimits};
 use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
 use deepdebug::repair::learn::priors::Priors;
+use deepdebug::repair::sources;
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
 use std::collections::HashSet;
@@ -135,8 +136,8 @@ fn docker_row(candidates_per_run: usize) {
     let baseline =
         pytest.run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
     let localization = localize(&project, &baseline);
-    let (mut candidates, _) =
-        candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    let mut candidates =
+        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     candidates.truncate(candidates_per_run.min(20));
     let slow = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Subprocess, 1);
     let fast = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Fork, 1);
@@ -220,8 +221,8 @@ fn main() {
         let baseline =
             pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
         let localization = localize(&project, &baseline);
-        let (mut candidates, _) =
-            candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+        let mut candidates =
+            sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
         candidates.truncate(candidates_per_run);
         let measure =
             |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
@@ -328,7 +329,8 @@ fn leaky_row(pytest: &Pytest, cores: usize) {
     let baseline =
         pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
     let localization = localize(&project, &baseline);
-    let (candidates, _) = candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    let candidates =
+        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     let fork = measure(pytest, &project, &baseline, &candidates, EngineChoice::Fork, cores);
     let batch = measure(pytest, &project, &baseline, &candidates, EngineChoice::Batch, cores);
     assert_agree("the leaky project", &fork, &batch);
@@ -389,8 +391,8 @@ fn real_row(dir: &Path, id: &str, meta: &serde_json::Value, candidates_per_run: 
     let spec = RunSpec { root: scratch.path(), coverage: true, run, deselect: &[], watch: &[] };
     let baseline = pytest.run(&spec).unwrap();
     let localization = localize(&project, &baseline);
-    let (mut candidates, _) =
-        candidate::generate(&project, &localization, GenerateLimits::default(), &Priors::default());
+    let mut candidates =
+        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     candidates.truncate(candidates_per_run);
     let measure = |engine: EngineChoice, jobs: usize| {
         let mut config = LabConfig::for_baseline(

@@ -39,9 +39,10 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     use deepdebug::localize::localize;
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
-    use deepdebug::repair::candidate::{self, GenerateLimits};
+    use deepdebug::repair::candidate::GenerateLimits;
     use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool};
     use deepdebug::repair::learn::priors::Priors;
+    use deepdebug::repair::sources;
     use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
@@ -55,8 +56,12 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
     let baseline =
         pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-    let (candidates, _) =
-        candidate::generate(&project, &localize(&project, &baseline), GenerateLimits::default(), &Priors::default());
+    let candidates = sources::operator_candidates(
+        &project,
+        &localize(&project, &baseline),
+        GenerateLimits::default(),
+        &Priors::default(),
+    );
     assert!(candidates.len() >= 10, "{}", candidates.len());
     let config = |engine| {
         LabConfig::for_baseline(project.root(), &baseline, engine, 2, Instant::now() + Duration::from_secs(300))
@@ -92,9 +97,10 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
     use deepdebug::localize::localize;
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
-    use deepdebug::repair::candidate::{self, GenerateLimits};
+    use deepdebug::repair::candidate::GenerateLimits;
     use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
     use deepdebug::repair::learn::priors::Priors;
+    use deepdebug::repair::sources;
     use std::collections::{BTreeMap, HashSet};
     use std::time::{Duration, Instant};
 
@@ -115,7 +121,7 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
         deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
         let baseline =
             pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-        let (candidates, _) = candidate::generate(
+        let candidates = sources::operator_candidates(
             &project,
             &localize(&project, &baseline),
             GenerateLimits::default(),

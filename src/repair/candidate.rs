@@ -1,12 +1,10 @@
 //! Candidate patches: generated from localized lines, re-parsed, deduplicated and ranked.
 
-use crate::localize::Localization;
 use crate::patch::{Edit, Patch};
-use crate::project::Project;
 use crate::python::Parsed;
 use crate::repair::learn::priors::Priors;
 use crate::repair::sources::operators::{mutations_at_line_in, shorten, FileScope, Operator};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 pub mod chunk;
 
@@ -222,43 +220,6 @@ impl Default for GenerateLimits {
     fn default() -> Self {
         GenerateLimits { max_lines: 200, max_candidates: 5000 }
     }
-}
-
-/// Counts from candidate generation.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GenerateStats {
-    pub proposed: usize,
-    pub unparseable: usize,
-    pub duplicates: usize,
-}
-
-/// Generate, re-parse, deduplicate and rank candidates at the most suspicious lines, all at
-/// once (`fix` draws them lazily through `sources::OperatorSource` instead).
-#[must_use]
-pub fn generate(
-    project: &Project,
-    localization: &Localization,
-    limits: GenerateLimits,
-    priors: &Priors,
-) -> (Vec<Candidate>, GenerateStats) {
-    let mut stats = GenerateStats::default();
-    let mut seen: HashSet<(String, String)> = HashSet::new();
-    let mut out = Vec::new();
-    let mut scopes: HashMap<String, FileScope> = HashMap::new();
-    for susp in localization.lines.iter().take(limits.max_lines) {
-        let Some(file) = project.file(&susp.file) else { continue };
-        let scope = scopes.entry(file.rel.clone()).or_insert_with(|| FileScope::of(&file.parsed));
-        for proposal in operator_proposals(file, scope, susp, priors) {
-            stats.proposed += 1;
-            match check_patch(file, proposal.patch.clone(), &mut seen) {
-                Ok(checked) => out.push(admitted(CandidateId(0), proposal, checked)),
-                Err(Rejected::Unparseable) => stats.unparseable += 1,
-                Err(Rejected::Duplicate) => stats.duplicates += 1,
-            }
-        }
-    }
-    rank(&mut out, limits.max_candidates);
-    (out, stats)
 }
 
 /// The repair operators' proposals at one suspicious line, scored by suspiciousness × prior.
@@ -605,20 +566,6 @@ pub(crate) fn minimal_edit(old: &str, new: &str, offset: usize) -> Edit {
         .find(|&s| old.is_char_boundary(old.len() - s) && new.is_char_boundary(new.len() - s))
         .unwrap_or(0);
     Edit::replacement(offset + prefix..offset + old.len() - suffix, &new[prefix..new.len() - suffix])
-}
-
-fn rank(out: &mut Vec<Candidate>, max_candidates: usize) {
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.edit_size.cmp(&b.edit_size))
-            .then_with(|| a.patch.file.cmp(&b.patch.file))
-            .then_with(|| a.line.cmp(&b.line))
-    });
-    out.truncate(max_candidates);
-    for (id, c) in out.iter_mut().enumerate() {
-        c.id = CandidateId(id);
-    }
 }
 
 /// Penalty on each extra edit of a combined candidate: each is a chance to overfit the tests.

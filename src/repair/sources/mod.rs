@@ -175,3 +175,27 @@ fn top_singles(candidates: &[std::sync::Arc<Candidate>], n: usize) -> Vec<&Candi
     singles.truncate(n);
     singles
 }
+
+/// The first `limits.max_candidates` operator candidates at the `limits.max_lines` most
+/// suspicious lines, in the order the search hands them to the lab, none validated: what
+/// benches and tests that measure validation on a fixed list take (the candidates `fix`
+/// would draw first, through the same admission).
+#[must_use]
+pub fn operator_candidates(
+    project: &Project,
+    localization: &crate::localize::Localization,
+    limits: candidate::GenerateLimits,
+    priors: &Priors,
+) -> Vec<Candidate> {
+    let source = OperatorSource::new(project, &localization.lines, limits.max_lines, priors.clone());
+    let late_at = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    let mut search = crate::repair::search::Search::new(project, vec![Box::new(source)], late_at);
+    let mut out = Vec::new();
+    while out.len() < limits.max_candidates {
+        match search.next_candidate() {
+            crate::repair::lab::Next::Candidate(c) => out.push(c.as_ref().clone()),
+            crate::repair::lab::Next::Wait | crate::repair::lab::Next::Done => break,
+        }
+    }
+    out
+}
