@@ -568,14 +568,14 @@ fn sources<'p>(
     let turns = (options.lm.is_some() && patcher.is_some()).then(|| Arc::new(ModelTurns::new(!bundled)));
     if let Some(lm) = &options.lm {
         let note = if lm.traces { note } else { "" };
-        let source = ClozeSource::start(project, localization, lm, note, turns.clone());
-        handles.lm = Some(source.stats());
+        let (source, stats) = ClozeSource::start(project, localization, lm, note, turns.clone());
+        handles.lm = Some(stats);
         sources.push(Box::new(source));
     }
     if let Some((sampler, limits)) = patcher {
         let note = if limits.traces { note } else { "" };
-        let source = PatcherSource::start(project, (&localization.functions, note), sampler, &limits, turns);
-        handles.patcher_error = Some(source.error());
+        let (source, error) = PatcherSource::start(project, (&localization.functions, note), sampler, &limits, turns);
+        handles.patcher_error = Some(error);
         sources.push(Box::new(source));
     }
     sources.push(Box::new(CombinationSource::default()));

@@ -1,7 +1,8 @@
-//! The search's end of a background candidate source: proposals drained as they arrive, and the pause and stop flags its thread obeys.
+//! Background candidate sources (the line sampler, the patcher): the search's end of the thread, proposals drained as they arrive, the pause and stop flags its thread obeys, and what validation said fed back to its widening.
 
 use crate::repair::candidate::Proposal;
-use crate::repair::search::Produced;
+use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
+use crate::repair::sources::widen::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
@@ -52,5 +53,40 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A source whose proposals a background thread samples: it hands the search what the
+/// thread has sent, and feeds what validation said of its candidates back to the thread's
+/// widening ([`Progress`]).
+pub struct BackgroundSource {
+    kind: SourceKind,
+    feed: Background,
+    progress: Progress,
+}
+
+impl BackgroundSource {
+    #[must_use]
+    pub fn new(kind: SourceKind, feed: Background, progress: Progress) -> BackgroundSource {
+        BackgroundSource { kind, feed, progress }
+    }
+}
+
+impl CandidateSource for BackgroundSource {
+    fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    fn bound(&self) -> f64 {
+        0.0
+    }
+
+    fn pause(&self, paused: bool) {
+        self.feed.pause(paused);
+    }
+
+    fn next(&mut self, view: &View<'_>) -> Produced {
+        self.progress.observe(view);
+        self.feed.drain()
     }
 }

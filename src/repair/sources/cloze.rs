@@ -7,8 +7,8 @@ use crate::patch::{Edit, Patch};
 use crate::project::Project;
 use crate::repair::candidate::Proposal;
 use crate::repair::candidate::Provenance;
-use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
-use crate::repair::sources::background::{Background, BackgroundSender};
+use crate::repair::search::SourceKind;
+use crate::repair::sources::background::{Background, BackgroundSender, BackgroundSource};
 use crate::repair::sources::patcher::ModelTurns;
 use crate::repair::sources::widen::{Inbox, Progress, Round, Widening};
 use std::cell::RefCell;
@@ -126,17 +126,13 @@ struct FunctionJob {
 }
 
 /// Candidates sampled from SmolLM2 by a background thread, handed to the search as they come.
-pub struct ClozeSource {
-    feed: Background,
-    stats: Arc<Mutex<ClozeStats>>,
-    /// Which windows led to progress, for the sampler's next rounds.
-    progress: Progress,
-}
+pub struct ClozeSource;
 
 impl ClozeSource {
     /// Plan the prompts for the most suspicious lines and start sampling in the background;
     /// `note` (the failing test's trace note, or nothing) goes above each function. With
-    /// `turns`, it takes turns with the patcher's thread (see [`ModelTurns`]).
+    /// `turns`, it takes turns with the patcher's thread (see [`ModelTurns`]). Returns the
+    /// source and a handle on the sampler's statistics (read after the search).
     #[must_use]
     pub fn start(
         project: &Project,
@@ -144,7 +140,7 @@ impl ClozeSource {
         options: &ClozeOptions,
         note: &str,
         turns: Option<Arc<ModelTurns>>,
-    ) -> ClozeSource {
+    ) -> (BackgroundSource, Arc<Mutex<ClozeStats>>) {
         let windows: Vec<Vec<FunctionJob>> = (0..MAX_WINDOWS)
             .map(|w| plan(project, localization, w * options.max_lines, options.max_lines))
             .take_while(|jobs| !jobs.is_empty())
@@ -172,32 +168,7 @@ impl ClozeSource {
             )),
         };
         std::thread::spawn(move || worker.run(&windows));
-        ClozeSource { feed, stats, progress }
-    }
-
-    /// A handle on the sampler's statistics (read after the search).
-    #[must_use]
-    pub fn stats(&self) -> Arc<Mutex<ClozeStats>> {
-        Arc::clone(&self.stats)
-    }
-}
-
-impl CandidateSource for ClozeSource {
-    fn kind(&self) -> SourceKind {
-        SourceKind::LanguageModel
-    }
-
-    fn bound(&self) -> f64 {
-        0.0
-    }
-
-    fn pause(&self, paused: bool) {
-        self.feed.pause(paused);
-    }
-
-    fn next(&mut self, view: &View<'_>) -> Produced {
-        self.progress.observe(view);
-        self.feed.drain()
+        (BackgroundSource::new(SourceKind::LanguageModel, feed, progress), stats)
     }
 }
 

@@ -6,8 +6,8 @@ use crate::patch::Patch;
 use crate::project::Project;
 use crate::repair::candidate::Proposal;
 use crate::repair::candidate::{minimal_edit, reindent, NeuralLimits, Provenance};
-use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
-use crate::repair::sources::background::{Background, BackgroundSender};
+use crate::repair::search::SourceKind;
+use crate::repair::sources::background::{Background, BackgroundSender, BackgroundSource};
 use crate::repair::sources::widen::{Inbox, Progress, Round, Widening};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
@@ -261,17 +261,14 @@ fn defines(text: &str, name: &str) -> bool {
 
 /// The trained patcher (`fix --model`, or the bundled adapter): rewrites of the most
 /// suspicious functions, sampled on a background thread and handed to the search as they come.
-pub struct PatcherSource {
-    feed: Background,
-    error: Arc<Mutex<Option<String>>>,
-    /// Which functions' rewrites led to progress, for the sampler's next rounds.
-    progress: Progress,
-}
+pub struct PatcherSource;
 
 impl PatcherSource {
     /// Plan the skeletons (with the trace `note`, if any) of the most suspicious `functions`
     /// and start sampling: the first `limits.max_functions` of them, then widening rounds
-    /// over more functions at hotter temperatures until the rounds bring nothing new.
+    /// over more functions at hotter temperatures until the rounds bring nothing new. Returns
+    /// the source and where the thread says why sampling stopped, if it failed (read after the
+    /// search).
     #[must_use]
     pub fn start(
         project: &Project,
@@ -279,7 +276,7 @@ impl PatcherSource {
         sampler: Patcher,
         limits: &NeuralLimits,
         turns: Option<Arc<ModelTurns>>,
-    ) -> PatcherSource {
+    ) -> (BackgroundSource, Arc<Mutex<Option<String>>>) {
         let count = |s: &str| sampler.count_tokens(s);
         let plans: Vec<FunctionPlan> = functions
             .iter()
@@ -293,32 +290,7 @@ impl PatcherSource {
         let (progress, inbox) = Progress::new(Provenance::Neural, plans.iter().map(lines).collect());
         let worker = Worker { tx, stop, paused, error: Arc::clone(&error), limits: limits.clone(), turns, inbox };
         std::thread::spawn(move || worker.run(sampler, &plans));
-        PatcherSource { feed, error, progress }
-    }
-
-    /// Why sampling stopped, if it failed (read after the search).
-    #[must_use]
-    pub fn error(&self) -> Arc<Mutex<Option<String>>> {
-        Arc::clone(&self.error)
-    }
-}
-
-impl CandidateSource for PatcherSource {
-    fn kind(&self) -> SourceKind {
-        SourceKind::Patcher
-    }
-
-    fn bound(&self) -> f64 {
-        0.0
-    }
-
-    fn pause(&self, paused: bool) {
-        self.feed.pause(paused);
-    }
-
-    fn next(&mut self, view: &View<'_>) -> Produced {
-        self.progress.observe(view);
-        self.feed.drain()
+        (BackgroundSource::new(SourceKind::Patcher, feed, progress), error)
     }
 }
 
