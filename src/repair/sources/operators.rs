@@ -56,6 +56,9 @@ pub enum Operator {
     YieldFrom,
     /// An element of a list, tuple or set display removed (`(a, b, c)` → `(a, c)`).
     DropElement,
+    /// A missing guard clause inserted before a statement: `if not x: return` (`continue` in a
+    /// loop) for a name the statement reads.
+    GuardClause,
 }
 
 impl Operator {
@@ -84,11 +87,12 @@ impl Operator {
             Operator::ExceptionType => 0.4,
             Operator::YieldFrom => 0.4,
             Operator::DropElement => 0.3,
+            Operator::GuardClause => 0.3,
         }
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 22] = [
+    pub const ALL: [Operator; 23] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -111,6 +115,7 @@ impl Operator {
         Operator::ExceptionType,
         Operator::YieldFrom,
         Operator::DropElement,
+        Operator::GuardClause,
     ];
 
     #[must_use]
@@ -138,6 +143,7 @@ impl Operator {
             Operator::ExceptionType => "exception-type",
             Operator::YieldFrom => "yield-from",
             Operator::DropElement => "drop-element",
+            Operator::GuardClause => "guard-clause",
         }
     }
 }
@@ -399,6 +405,73 @@ impl Generator<'_> {
         }
     }
 
+    /// Missing guard clauses before `node`: for each of (at most four) names of the function's
+    /// scope that the statement (a compound one: its condition or iterable) reads, `if not n:`
+    /// or `if n is None:` followed by `continue` inside a loop, else by `return`, `return n`,
+    /// and in a method that returns something of `self`, `return self`.
+    fn guard_clauses(&mut self, node: Node<'_>, function: Node<'_>, scope: &[String], (indent, at): (&str, usize)) {
+        let header = match node.kind() {
+            "if_statement" | "while_statement" => node.child_by_field_name("condition"),
+            "for_statement" => node.child_by_field_name("right"),
+            "expression_statement" | "return_statement" => Some(node),
+            _ => None,
+        };
+        let Some(header) = header else { return };
+        let mut names: Vec<String> = Vec::new();
+        let mut stack = vec![header];
+        while let Some(n) = stack.pop() {
+            let text = self.text(n);
+            if n.kind() == "identifier" && is_free_load(n) && !matches!(text, "self" | "cls") {
+                if scope.iter().any(|s| s == text) && !names.iter().any(|m| m == text) {
+                    names.push(text.to_string());
+                }
+            }
+            let mut cursor = n.walk();
+            let children: Vec<Node<'_>> = n.named_children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        }
+        let in_loop = inside_loop(node, function);
+        let returns_self = !in_loop && self.returns_of_self(function);
+        let unit = if indent.contains('\t') { "\t" } else { "    " };
+        for name in names.iter().take(4) {
+            let mut exits = if in_loop {
+                vec!["continue".to_string()]
+            } else {
+                vec!["return".to_string(), format!("return {name}")]
+            };
+            if returns_self {
+                exits.push("return self".to_string());
+            }
+            for condition in [format!("not {name}"), format!("{name} is None")] {
+                for exit in &exits {
+                    self.out.push(Mutation {
+                        operator: Operator::GuardClause,
+                        edit: Edit::insertion(at, format!("{indent}if {condition}:\n{indent}{unit}{exit}\n")),
+                        description: format!("insert `if {condition}: {exit}`"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether a method (first parameter `self`) returns something of `self` somewhere
+    /// (`return self.replace(...)`): an unchanged `self` is then a natural early result.
+    fn returns_of_self(&self, function: Node<'_>) -> bool {
+        let first = function.child_by_field_name("parameters").and_then(|p| p.named_child(0));
+        if first.map(|f| self.text(f)) != Some("self") {
+            return false;
+        }
+        let mut stack = vec![function];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "return_statement" && n.named_child(0).is_some_and(|v| self.text(v).starts_with("self")) {
+                return true;
+            }
+            let mut cursor = n.walk();
+            stack.extend(n.named_children(&mut cursor).filter(|c| c.kind() != "function_definition"));
+        }
+        false
+    }
+
     /// Statement-level operators for a statement starting on the line.
     fn statement(&mut self, node: Node<'_>) {
         let Some(parent) = node.parent() else { return };
@@ -469,6 +542,7 @@ impl Generator<'_> {
                 self.push(Operator::ReturnValue, node, format!("return {alt}"));
             }
         }
+        self.guard_clauses(node, function, &scope, (&indent, line_start));
         let is_last = function
             .child_by_field_name("body")
             .and_then(|b| b.named_child(b.named_child_count().saturating_sub(1)))
@@ -991,6 +1065,19 @@ fn import_alias(parsed: &Parsed, name: &str) -> Option<String> {
         stack.extend(n.named_children(&mut cursor));
     }
     (aliases.len() == 1).then(|| aliases.into_iter().next()).flatten()
+}
+
+/// Whether `node` lies in the body of a `for` or `while` loop of `function` (not of a nested
+/// function).
+fn inside_loop(node: Node<'_>, function: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(n) = current.filter(|n| n.id() != function.id()) {
+        if matches!(n.kind(), "for_statement" | "while_statement") {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
 }
 
 /// Whether identifier `node` reads a variable, as far as [`bound_names`] cannot tell: not an
@@ -1749,6 +1836,22 @@ mod catalogue_tests {
         let v = patched(src, 5, Operator::DropElement);
         assert!(v.iter().any(|p| p.contains("isinstance(other, (B,))")), "{v:#?}");
         assert!(v.iter().any(|p| p.contains("isinstance(other, (A,))")), "{v:#?}");
+        assert!(v.iter().all(|p| Parsed::new(p.as_str()).is_valid()), "{v:#?}");
+    }
+
+    #[test]
+    fn guard_clauses_return_early_or_skip_an_iteration() {
+        let src = "class U:\n    def child(self, *segments):\n        new = self.path + segments\n        return self.replace(path=new)\n\n\ndef clean(pairs):\n    out = []\n    for ksv in pairs:\n        out.append(ksv[0])\n    return out\n";
+        let v = patched(src, 3, Operator::GuardClause);
+        let early = "        if not segments:\n            return self\n        new = self.path + segments\n";
+        assert!(v.iter().any(|p| p.contains(early)), "{v:#?}");
+        assert!(v.iter().any(|p| p.contains("        if segments is None:\n            return segments\n")), "{v:#?}");
+        let v = patched(src, 10, Operator::GuardClause);
+        assert!(
+            v.iter().any(|p| p.contains("        if not ksv:\n            continue\n        out.append(ksv[0])")),
+            "{v:#?}"
+        );
+        assert!(v.iter().all(|p| !p.split("def clean").nth(1).unwrap().contains("return self")), "in a loop: {v:#?}");
         assert!(v.iter().all(|p| Parsed::new(p.as_str()).is_valid()), "{v:#?}");
     }
 }
