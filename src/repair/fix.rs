@@ -1102,6 +1102,23 @@ impl<'r, 'p> SearchRun<'r, 'p> {
         Ok(())
     }
 
+    /// Score `candidate` alone when ranking is on and the scoring of every plausible patch
+    /// left it out (time ran short there, and the choice is the one to report), within the
+    /// same reserve; true when it turns out [`rank::unnatural`].
+    fn score_chosen(&mut self, candidate: &Candidate) -> bool {
+        let (Some(ranker), Some(ranking)) = (self.ranker.as_mut(), self.ranking.as_mut()) else { return false };
+        if ranking.scores.contains_key(&candidate.id) || Instant::now() >= self.last_call {
+            return false;
+        }
+        match ranking.stats.run(ranker, self.project, &[candidate], self.last_call) {
+            Ok(scores) => {
+                ranking.scores.extend(scores);
+                rank::unnatural(ranking.scores.get(&candidate.id))
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Confirm plausible patches best first; returns the confirmed one, and whether any was
     /// tried. Without a ranker one is tried per round (at most one waits).
     fn confirm_best(&mut self, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result<(Option<CandidateId>, bool), FixError> {
@@ -1135,6 +1152,11 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     .map(|id| Arc::new(search.candidate(id).clone()))
             };
             let Some(candidate) = choice else { return Ok((None, chose)) };
+            if self.score_chosen(&candidate) {
+                // SmolLM2 finds the choice unnatural (it had not been scored): choose again.
+                chose = true;
+                continue;
+            }
             let checked = self.behaviour.contains_key(&candidate.id);
             if !checked && !self.check_behaviour(&candidate).is_empty() {
                 // Demoted: choose again (a patch checked before is not checked again).
