@@ -413,8 +413,16 @@ fn crash_steer(
     use crate::localize::CrashKind as K;
     let replaced = text.get(mutation.edit.range.clone()).unwrap_or_default();
     let names_missing = || crash.missing_name().is_some_and(|name| replaced == name);
+    // An element of a display that reads the missing name, dropped (`self.family, `).
+    let drops_missing = || {
+        let dropped = replaced.trim().trim_matches(',').trim();
+        mutation.operator == Operator::DropElement
+            && crash.missing_name().is_some_and(|name| dropped == name || dropped.ends_with(&format!(".{name}")))
+    };
     let answers = match crash.kind {
-        K::NameError | K::UnboundLocalError => mutation.operator == Operator::VariableMisuse && names_missing(),
+        K::NameError | K::UnboundLocalError => {
+            (mutation.operator == Operator::VariableMisuse && names_missing()) || drops_missing()
+        }
         // An attribute the class does assign, read before it was: the call made too early
         // (at a call site, not where it raised) is the bug.
         K::AttributeError
@@ -422,7 +430,7 @@ fn crash_steer(
         {
             mutation.operator == Operator::DeleteStatement
         }
-        K::AttributeError => mutation.operator == Operator::AttributeMisuse && names_missing(),
+        K::AttributeError => (mutation.operator == Operator::AttributeMisuse && names_missing()) || drops_missing(),
         K::KeyError | K::IndexError => {
             matches!(
                 mutation.operator,
@@ -436,6 +444,7 @@ fn crash_steer(
                 | Operator::UnwrapCall
                 | Operator::ReturnValue
                 | Operator::CallArguments
+                | Operator::GuardClause
         ),
         K::ZeroDivisionError => matches!(mutation.operator, Operator::ConditionChange | Operator::ExpressionOffByOne),
         K::ValueError | K::Other => false,
@@ -1012,6 +1021,19 @@ mod tests {
         assert_eq!(crash_steer(&Crash { raised_here: true, ..early.clone() }, &delete, text), 1.0);
         let typo = Crash { message: "'P' object has no attribute 'feilds'".into(), ..early };
         assert_eq!(crash_steer(&typo, &delete, text), 1.0);
+        // An element of a display that reads the attribute the object lacks, dropped.
+        let text = "class U:\n    def __hash__(self):\n        return hash((self.host, self.family, self.port))\n";
+        let gone = Crash { message: "'U' object has no attribute 'family'".into(), raised_here: true, ..typo };
+        let at = text.find("self.family").unwrap();
+        let drop = Mutation {
+            operator: Operator::DropElement,
+            edit: Edit::deletion(at..at + "self.family, ".len()),
+            description: String::new(),
+        };
+        assert_eq!(crash_steer(&gone, &drop, text), CRASH_STEER);
+        let at = text.find("self.port").unwrap();
+        let other = Mutation { edit: Edit::deletion(at - 2..at + "self.port".len()), ..drop };
+        assert_eq!(crash_steer(&gone, &other, text), 1.0);
     }
 
     #[test]
