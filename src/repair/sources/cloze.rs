@@ -77,14 +77,24 @@ enum Form {
     /// Only the function up to the target line, after the trace note: what the model would
     /// write there without having seen the line.
     Open,
+    /// The paired form with every target line of the function masked (`...` at its
+    /// indentation) in the buggy version: the model sees the code around the suspect lines but
+    /// not the lines themselves, so it cannot copy them.
+    Masked,
+}
+
+impl Form {
+    /// The forms rounds cycle through: round 0 paired, then open, then masked, and again.
+    const CYCLE: [Form; 3] = [Form::Paired, Form::Open, Form::Masked];
 }
 
 /// The passes of a round: each window it takes, most suspicious first, at its sampling.
 /// Round 0 is every planned window at the configured temperature in the paired form; later
 /// rounds (see [`Widening`]) resample them hotter with new seeds, add the next window,
-/// alternate the open form with the paired one, and from the third on rewrite spans of lines.
+/// cycle through the open, masked and paired forms, and from the third on rewrite spans of
+/// lines.
 fn round_passes(round: &Round) -> Vec<Pass> {
-    let form = if round.index % 2 == 1 { Form::Open } else { Form::Paired };
+    let form = Form::CYCLE[round.index % Form::CYCLE.len()];
     let spans = round.index >= 2;
     let pass =
         |window| Pass { window, form, spans, temperature: round.temperature, top_p: round.top_p, salt: round.salt };
@@ -170,6 +180,22 @@ impl ClozeSource {
         std::thread::spawn(move || worker.run(&windows));
         (BackgroundSource::new(SourceKind::LanguageModel, feed, progress), stats)
     }
+}
+
+/// The function of `job` with each of its target lines replaced by `...` at the line's
+/// indentation.
+fn masked(lines: &[&str], job: &FunctionJob) -> String {
+    (job.first..job.end.min(lines.len()))
+        .map(|i| {
+            if job.targets.iter().any(|&(t, _)| t == i) {
+                let line = lines[i];
+                let indent = &line[..line.len() - line.trim_start().len()];
+                format!("{indent}...\n")
+            } else {
+                lines[i].to_string()
+            }
+        })
+        .collect()
 }
 
 /// Group `max_lines` suspicious lines (after the `skip` most suspicious) by function, most
@@ -295,9 +321,10 @@ impl Worker {
     fn function(&self, lm: &SmolLm, job: &FunctionJob, pass: Pass) -> Result<(), ModelError> {
         let lines: Vec<&str> = job.text.split_inclusive('\n').collect();
         let function: String = lines[job.first..job.end.min(lines.len())].concat();
-        let shown = job.end - job.first <= MAX_SHOWN_LINES && pass.form == Form::Paired;
+        let shown = job.end - job.first <= MAX_SHOWN_LINES && pass.form != Form::Open;
         let base = if shown {
-            format!("{}{}# Buggy version\n{}\n\n# Fixed version\n", job.header, self.note, function.trim_end())
+            let buggy = if pass.form == Form::Masked { masked(&lines, job) } else { function };
+            format!("{}{}# Buggy version\n{}\n\n# Fixed version\n", job.header, self.note, buggy.trim_end())
         } else {
             format!("{}{}", job.header, self.note)
         };
@@ -758,6 +785,21 @@ mod tests {
     }
 
     #[test]
+    fn the_masked_form_hides_the_target_lines_at_their_indentation() {
+        let text = "import os\n\ndef f(a):\n    b = a + 1\n    if b:\n        return b * 2\n    return 0\n";
+        let job = FunctionJob {
+            file: "m.py".into(),
+            text: text.into(),
+            first: 2,
+            end: 7,
+            targets: vec![(3, 0.9), (5, 0.5)],
+            header: String::new(),
+        };
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        assert_eq!(masked(&lines, &job), "def f(a):\n    ...\n    if b:\n        ...\n    return 0\n");
+    }
+
+    #[test]
     fn rounds_take_the_plans_windows_then_resample_them_hotter_and_add_the_next() {
         let mut widening = Widening::new(WINDOWS, 1, 6, 0.8, 0.95);
         let first = round_passes(&widening.next_round().unwrap());
@@ -768,7 +810,8 @@ mod tests {
         assert!(second[0].temperature > first[0].temperature && second[0].salt != first[0].salt);
         assert!(first.iter().all(|p| p.form == Form::Paired) && second.iter().all(|p| p.form == Form::Open));
         let third = round_passes(&widening.next_round().unwrap());
-        assert_eq!(third[0].form, Form::Paired);
+        assert_eq!(third[0].form, Form::Masked);
+        assert_eq!(round_passes(&widening.clone().next_round().unwrap())[0].form, Form::Paired, "then again");
         assert!(!first[0].spans && !second[0].spans && third.iter().all(|p| p.spans), "spans from round 2 on");
         let mut one_window = Widening::new(WINDOWS, 1, 1, 0.8, 0.95);
         assert_eq!(round_passes(&one_window.next_round().unwrap()).len(), 1);
