@@ -5,9 +5,9 @@ use deepdebug::localize::localize;
 use deepdebug::project::{copy_tree, Project};
 use deepdebug::pytest::{Pytest, RunSpec, Session, TestRun};
 use deepdebug::repair::candidate::{Candidate, GenerateLimits};
-use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
+use deepdebug::repair::generate;
 use deepdebug::repair::learn::priors::Priors;
-use deepdebug::repair::sources;
+use deepdebug::repair::validate::{self, EngineChoice, LabConfig};
 use deepdebug::sandbox::docker::IMAGE_PYTHON;
 use deepdebug::sandbox::{DockerConfig, Sandbox, SandboxKind};
 use std::collections::HashSet;
@@ -94,7 +94,7 @@ fn measure(
 fn measure_with(pytest: &Pytest, config: &LabConfig<'_>, candidates: &[Candidate]) -> Measure {
     let (own, children) = (cpu_seconds(libc::RUSAGE_SELF), cpu_seconds(libc::RUSAGE_CHILDREN));
     let start = Instant::now();
-    let validated = lab::run(pytest, config, candidates, &HashSet::new(), &|_| {}).unwrap();
+    let validated = validate::run(pytest, config, candidates, &HashSet::new(), &|_| {}).unwrap();
     let elapsed = start.elapsed().as_secs_f64();
     eprintln!(
         "  {:?} engine, {} job(s): {elapsed:.2} s wall; CPU {:.2} s in deepdebug, {:.2} s in Python (servers, children, processes)",
@@ -137,7 +137,7 @@ fn docker_row(candidates_per_run: usize) {
         pytest.run(&RunSpec::baseline(project.root(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
     let localization = localize(&project, &baseline);
     let mut candidates =
-        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
+        generate::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     candidates.truncate(candidates_per_run.min(20));
     let slow = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Subprocess, 1);
     let fast = measure(&pytest, &project, &baseline, &candidates, EngineChoice::Fork, 1);
@@ -222,7 +222,7 @@ fn main() {
             pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
         let localization = localize(&project, &baseline);
         let mut candidates =
-            sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
+            generate::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
         candidates.truncate(candidates_per_run);
         let measure =
             |engine: EngineChoice, jobs: usize| measure(&pytest, &project, &baseline, &candidates, engine, jobs);
@@ -330,7 +330,7 @@ fn leaky_row(pytest: &Pytest, cores: usize) {
         pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(300))).unwrap();
     let localization = localize(&project, &baseline);
     let candidates =
-        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
+        generate::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     let fork = measure(pytest, &project, &baseline, &candidates, EngineChoice::Fork, cores);
     let batch = measure(pytest, &project, &baseline, &candidates, EngineChoice::Batch, cores);
     assert_agree("the leaky project", &fork, &batch);
@@ -392,7 +392,7 @@ fn real_row(dir: &Path, id: &str, meta: &serde_json::Value, candidates_per_run: 
     let baseline = pytest.run(&spec).unwrap();
     let localization = localize(&project, &baseline);
     let mut candidates =
-        sources::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
+        generate::operator_candidates(&project, &localization, GenerateLimits::default(), &Priors::default());
     candidates.truncate(candidates_per_run);
     let measure = |engine: EngineChoice, jobs: usize| {
         let mut config = LabConfig::for_baseline(

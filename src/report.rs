@@ -1,7 +1,7 @@
 //! Serializable reports (the `--json` output and `report.json`), versioned.
 
 use crate::repair::fix::{FixOutcome, FixStatus};
-use crate::repair::lab::OutcomeKind;
+use crate::repair::validate::OutcomeKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -48,7 +48,7 @@ pub struct PatchReport {
     pub description: String,
     pub score: f64,
     pub diff: String,
-    /// The patch's anti-patterns (`repair::judge::overfit`): non-empty only when every plausible patch
+    /// The patch's anti-patterns (`repair::choose::overfit`): non-empty only when every plausible patch
     /// had one, and then the patch may fit the tests rather than fix the bug.
     pub overfit: Vec<&'static str>,
     /// Only with `fix --rank smollm`, when the patch's function could be scored.
@@ -111,7 +111,7 @@ pub struct RankedReport {
     pub superseded: bool,
     /// SmolLM2 finds the patched function too unlikely to report it (`rank::MIN_GAIN`).
     pub implausible: bool,
-    /// The patch's anti-patterns (`repair::judge::overfit`: it degrades the code it edits, e.g.
+    /// The patch's anti-patterns (`repair::choose::overfit`: it degrades the code it edits, e.g.
     /// `constant-return`); a patch with any ranks after every patch without one.
     pub overfit: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +136,7 @@ pub struct LikelihoodReport {
 }
 
 impl LikelihoodReport {
-    fn new(n: &crate::repair::judge::rank::Naturalness) -> LikelihoodReport {
+    fn new(n: &crate::repair::choose::rank::Naturalness) -> LikelihoodReport {
         LikelihoodReport {
             nats: n.patched.nats,
             tokens: n.patched.tokens,
@@ -167,10 +167,10 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 edits: c.patch.edits().len(),
                 deleted_calls: c.deleted_calls,
                 superseded: ranking.superseded.contains(&c.id),
-                implausible: crate::repair::judge::rank::implausible(n),
+                implausible: crate::repair::choose::rank::implausible(n),
                 overfit: overfit_names(outcome, c.id),
                 likelihood: n.map(LikelihoodReport::new),
-                rank_key: crate::repair::judge::rank::combined(c.score, n),
+                rank_key: crate::repair::choose::rank::combined(c.score, n),
                 chosen: outcome.best() == Some(c.id),
             }
         })
@@ -183,7 +183,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
     });
     Some(RankingReport {
         model: ranking.model.display().to_string(),
-        likelihood_weight: crate::repair::judge::rank::LIKELIHOOD_WEIGHT,
+        likelihood_weight: crate::repair::choose::rank::LIKELIHOOD_WEIGHT,
         scored: ranking.stats.scored,
         out_of_time: ranking.stats.out_of_time,
         seconds: ranking.stats.elapsed.as_secs_f64(),
@@ -203,7 +203,7 @@ pub struct BaselineReport {
     pub seconds: f64,
 }
 
-/// The regression guard of a run (see `repair::judge::guard`).
+/// The regression guard of a run (see `repair::choose::guard`).
 #[derive(Debug, Serialize)]
 pub struct GuardReport {
     /// Baseline-passing tests the guard learned (the failing tests being fixed excluded).
@@ -238,7 +238,7 @@ pub struct UncollectableReport {
 }
 
 impl GuardReport {
-    fn new(guard: &crate::repair::judge::guard::GuardSummary) -> GuardReport {
+    fn new(guard: &crate::repair::choose::guard::GuardSummary) -> GuardReport {
         let left = &guard.left_out;
         GuardReport {
             tests: guard.known,
@@ -299,7 +299,7 @@ pub struct CandidateStats {
     pub by_outcome: BTreeMap<&'static str, usize>,
 }
 
-/// Validation speed and the engine paths candidates took (`repair::lab::path`).
+/// Validation speed and the engine paths candidates took (`repair::validate::path`).
 #[derive(Debug, Serialize)]
 pub struct ValidationReport {
     /// Candidates validated per second of validation rounds.
@@ -325,7 +325,7 @@ pub struct PathReport {
 
 impl ValidationReport {
     fn new(outcome: &FixOutcome) -> ValidationReport {
-        let mut totals = crate::repair::lab::PathTotals::default();
+        let mut totals = crate::repair::validate::PathTotals::default();
         for v in &outcome.validated {
             totals.add(v.path, v.elapsed);
         }
@@ -354,7 +354,7 @@ pub struct LanguageModelReport {
     pub prompt_tokens: usize,
     pub sampled_tokens: usize,
     pub seconds: f64,
-    /// New candidates per finished widening round (`repair::sources::widen`): trailing zeros mean the
+    /// New candidates per finished widening round (`repair::generate::widen`): trailing zeros mean the
     /// source ran dry; a run cut by the deadline or a confirmed patch ends without them.
     pub rounds: Vec<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -408,7 +408,7 @@ pub struct TriedReport {
     /// Why it was not hot-swapped (absent on the fast path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub off_path: Option<&'static str>,
-    /// A plausible candidate's anti-patterns (`repair::judge::overfit`); empty when it has none, and
+    /// A plausible candidate's anti-patterns (`repair::choose::overfit`); empty when it has none, and
     /// for candidates that are not plausible.
     pub overfit: Vec<&'static str>,
     /// A plausible candidate's diff (absent for the others).
@@ -530,7 +530,7 @@ impl FixReport {
                         outcome: OutcomeReport(v.outcome.kind()),
                         seconds: v.elapsed.as_secs_f64(),
                         path: v.path.path.name(),
-                        off_path: v.path.off_path.map(crate::repair::lab::OffPath::name),
+                        off_path: v.path.off_path.map(crate::repair::validate::OffPath::name),
                         overfit: if v.outcome.is_plausible() { overfit_names(outcome, c.id) } else { Vec::new() },
                         diff: outcome.plausible_diffs.get(&c.id).cloned(),
                     }

@@ -15,7 +15,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module path of a source file (`src/repair/lab.rs` → `repair::lab`, `mod.rs` → its folder).
+/// The module path of a source file (`src/repair/lab.rs` → `repair::validate`, `mod.rs` → its folder).
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap().with_extension("");
     let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();

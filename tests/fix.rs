@@ -436,7 +436,8 @@ fn rank_smollm_prefers_the_natural_fix_among_plausible_patches() {
     );
     // Far less natural alternatives are marked; every plausible candidate comes with its diff.
     for p in plausible {
-        let unnatural = p["likelihood"]["gain_nats"].as_f64().unwrap() < deepdebug::repair::judge::rank::UNNATURAL_GAIN;
+        let unnatural =
+            p["likelihood"]["gain_nats"].as_f64().unwrap() < deepdebug::repair::choose::rank::UNNATURAL_GAIN;
         let marked = p["overfit"].as_array().unwrap().iter().any(|a| a == "unnatural");
         assert_eq!(unnatural, marked, "{p}");
     }

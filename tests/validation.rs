@@ -40,9 +40,9 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::GenerateLimits;
-    use deepdebug::repair::lab::{self, EngineChoice, LabConfig, Pool};
+    use deepdebug::repair::generate;
     use deepdebug::repair::learn::priors::Priors;
-    use deepdebug::repair::sources;
+    use deepdebug::repair::validate::{self, EngineChoice, LabConfig, Pool};
     use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
@@ -56,7 +56,7 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
     deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
     let baseline =
         pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-    let candidates = sources::operator_candidates(
+    let candidates = generate::operator_candidates(
         &project,
         &localize(&project, &baseline),
         GenerateLimits::default(),
@@ -67,21 +67,22 @@ fn a_pool_started_before_the_baseline_serves_several_runs_and_agrees_with_subpro
         LabConfig::for_baseline(project.root(), &baseline, engine, 2, Instant::now() + Duration::from_secs(300))
     };
     let notes = std::sync::Mutex::new(Vec::new());
-    let on_event = |e: lab::LabEvent| {
-        if let lab::LabEvent::Note(n) = e {
+    let on_event = |e: validate::LabEvent| {
+        if let validate::LabEvent::Note(n) = e {
             notes.lock().unwrap().push(n);
         }
     };
     let (first, second) = candidates.split_at(candidates.len() / 2);
     let fork = config(EngineChoice::Fork);
-    let mut pooled = lab::run_in(&pool, &pytest, &fork, first, &HashSet::new(), &on_event).unwrap();
+    let mut pooled = validate::run_in(&pool, &pytest, &fork, first, &HashSet::new(), &on_event).unwrap();
     // The servers went back to the pool, ready, and serve the next run.
     assert_eq!(pool.idle(), (2, 2));
-    pooled.extend(lab::run_in(&pool, &pytest, &fork, second, &HashSet::new(), &on_event).unwrap());
+    pooled.extend(validate::run_in(&pool, &pytest, &fork, second, &HashSet::new(), &on_event).unwrap());
     assert_eq!(pool.idle(), (2, 2));
     assert!(notes.lock().unwrap().is_empty(), "{:?}", notes.lock().unwrap());
-    let slow = lab::run(&pytest, &config(EngineChoice::Subprocess), &candidates, &HashSet::new(), &|_| {}).unwrap();
-    let by_id = |v: &[lab::Validated]| {
+    let slow =
+        validate::run(&pytest, &config(EngineChoice::Subprocess), &candidates, &HashSet::new(), &|_| {}).unwrap();
+    let by_id = |v: &[validate::Validated]| {
         v.iter().map(|v| (v.candidate_id, v.outcome.clone())).collect::<std::collections::BTreeMap<_, _>>()
     };
     assert_eq!(by_id(&pooled), by_id(&slow));
@@ -98,9 +99,9 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
     use deepdebug::project::Project;
     use deepdebug::pytest::{Pytest, RunSpec};
     use deepdebug::repair::candidate::GenerateLimits;
-    use deepdebug::repair::lab::{self, EngineChoice, LabConfig};
+    use deepdebug::repair::generate;
     use deepdebug::repair::learn::priors::Priors;
-    use deepdebug::repair::sources;
+    use deepdebug::repair::validate::{self, EngineChoice, LabConfig};
     use std::collections::{BTreeMap, HashSet};
     use std::time::{Duration, Instant};
 
@@ -121,7 +122,7 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
         deepdebug::project::copy_tree(project.root(), scratch.path()).unwrap();
         let baseline =
             pytest.run(&RunSpec::baseline(scratch.path(), Duration::from_secs(10), Duration::from_secs(60))).unwrap();
-        let candidates = sources::operator_candidates(
+        let candidates = generate::operator_candidates(
             &project,
             &localize(&project, &baseline),
             GenerateLimits::default(),
@@ -131,12 +132,12 @@ fn the_batch_engine_judges_every_candidate_as_a_child_per_candidate_does_even_wh
         let outcomes = |engine| {
             let deadline = Instant::now() + Duration::from_secs(300);
             let config = LabConfig::for_baseline(project.root(), &baseline, engine, 2, deadline);
-            let validated = lab::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
+            let validated = validate::run(&pytest, &config, &candidates, &HashSet::new(), &|_| {}).unwrap();
             validated.into_iter().map(|v| (v.candidate_id, v.outcome)).collect::<BTreeMap<_, _>>()
         };
         let batch = outcomes(EngineChoice::Batch);
         assert_eq!(batch.len(), candidates.len());
         assert_eq!(batch, outcomes(EngineChoice::Fork), "{name}");
-        assert!(batch.values().any(lab::CandidateOutcome::is_plausible), "{name}: {batch:?}");
+        assert!(batch.values().any(validate::CandidateOutcome::is_plausible), "{name}: {batch:?}");
     }
 }

@@ -6,7 +6,7 @@ use deepdebug::exit_code::ExitCode;
 use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
 use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixOutcome, FixStatus};
-use deepdebug::repair::lab::EngineChoice;
+use deepdebug::repair::validate::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -191,7 +191,7 @@ impl Progress {
             }
             FixEvent::Validated { outcome, .. } => {
                 bar.inc(1);
-                if outcome == deepdebug::repair::lab::OutcomeKind::Plausible {
+                if outcome == deepdebug::repair::validate::OutcomeKind::Plausible {
                     bar.set_message("found a plausible patch, confirming");
                 } else {
                     let deadline = *self.search_deadline.lock().expect("progress lock");
@@ -354,7 +354,7 @@ fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 /// How many tests guarded the patch, and what the guard left out.
-fn guard_line(guard: &deepdebug::repair::judge::guard::GuardSummary) -> String {
+fn guard_line(guard: &deepdebug::repair::choose::guard::GuardSummary) -> String {
     let checked = guard.checked.unwrap_or(guard.known);
     let left = &guard.left_out;
     let left_out = left.uncollectable.len() + left.failing + left.timed_out;

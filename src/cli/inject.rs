@@ -3,7 +3,7 @@
 use super::parse_duration;
 use deepdebug::exit_code::ExitCode;
 use deepdebug::inject::{self, InjectEvent, InjectOptions, KindStats, RepoStatus, Shard};
-use deepdebug::repair::lab::EngineChoice;
+use deepdebug::repair::validate::EngineChoice;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

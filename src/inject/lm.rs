@@ -3,7 +3,7 @@
 use crate::model::smollm::{LineSampling, SmolLm};
 use crate::model::ModelError;
 use crate::python::FunctionDef;
-use crate::repair::judge::minimal::tokens;
+use crate::repair::choose::minimal::tokens;
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -79,7 +79,7 @@ impl LinePlanter {
         lines.sort_unstable();
         lines.dedup();
         let Some(&first_line) = lines.first() else { return Ok(Vec::new()) };
-        let head = crate::repair::sources::cloze::header(text, def.class.as_deref(), def.start_line - 1);
+        let head = crate::repair::generate::cloze::header(text, def.class.as_deref(), def.start_line - 1);
         let (first, upto) = (starts[def.start_line - 1], starts[first_line - 1]);
         let Some(mut cursor) =
             self.lm.extend_until(&self.lm.empty_prefix()?, &format!("{head}{}", &text[first..upto]), stop)?
@@ -96,7 +96,7 @@ impl LinePlanter {
             let old = text[start..next].trim_end_matches(['\n', '\r']);
             let indent = old.len() - old.trim_start().len();
             let cuts =
-                std::iter::once(indent).chain(crate::repair::sources::cloze::cuts(old).into_iter().rev().take(1));
+                std::iter::once(indent).chain(crate::repair::generate::cloze::cuts(old).into_iter().rev().take(1));
             for (variant, cut) in cuts.enumerate() {
                 let Some(prefix) = self.lm.extend_until(&cursor, &old[..cut], stop)? else { return Ok(out) };
                 let sampling = LineSampling {
@@ -131,7 +131,7 @@ fn line_starts(text: &str) -> Vec<usize> {
 fn changes_code(old: &str, new: &str) -> bool {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let code = |l: &str| -> Vec<String> {
-        let l = crate::repair::sources::cloze::comment_start(l).map_or(l, |at| &l[..at]);
+        let l = crate::repair::generate::cloze::comment_start(l).map_or(l, |at| &l[..at]);
         tokens(l).into_iter().map(|r| l[r].to_string()).collect()
     };
     let new_code = code(new);

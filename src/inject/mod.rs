@@ -12,8 +12,8 @@ use crate::project::Project;
 use crate::pytest::{Pytest, PytestError, RunSpec, Session, TestOutcome};
 use crate::python::{functions, Parsed};
 use crate::repair::candidate::focus;
-use crate::repair::lab::{scratch_copy, with_workers, EngineChoice, LabConfig, LabError, LabEvent, Pool, Worker};
-use crate::repair::sources::operators::{mutations_at_line_in, FileScope};
+use crate::repair::generate::operators::{mutations_at_line_in, FileScope};
+use crate::repair::validate::{scratch_copy, with_workers, EngineChoice, LabConfig, LabError, LabEvent, Pool, Worker};
 pub use crate::shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::io::Write;
@@ -376,7 +376,7 @@ fn plan(
             // Edits are only collected here; the file is patched and re-parsed for the chosen
             // ones alone (materializing every mutation of a 1,000-line module took minutes and
             // gigabytes before the first test ran).
-            let mut by_operator: BTreeMap<&'static str, Vec<(usize, crate::repair::sources::operators::Mutation)>> =
+            let mut by_operator: BTreeMap<&'static str, Vec<(usize, crate::repair::generate::operators::Mutation)>> =
                 BTreeMap::new();
             let mut seen_edits = HashSet::new();
             for &line in &covered_lines {
@@ -408,7 +408,7 @@ fn plan(
                 out.extend(neural_mutants(sampler, file, &def, &skeleton, &tests, &mut seen, options)?);
             }
             let mut rng = crate::rng::Rng::new(options.seed ^ hash(&file.rel) ^ hash(&def.qualname));
-            let mut queues: Vec<VecDeque<(usize, crate::repair::sources::operators::Mutation)>> = by_operator
+            let mut queues: Vec<VecDeque<(usize, crate::repair::generate::operators::Mutation)>> = by_operator
                 .into_values()
                 .map(|mut v| {
                     rng.shuffle(&mut v);

@@ -381,7 +381,7 @@ fn inject(
         per_function: cfg.inject.per_function,
         seed: cfg.seed,
         repo_timeout: cfg.package_timeout()?,
-        engine: crate::repair::lab::EngineChoice::Batch,
+        engine: crate::repair::validate::EngineChoice::Batch,
         model: (cfg.inject.neural_samples > 0).then_some(bug_creator),
         neural_samples: cfg.inject.neural_samples,
         lm: None,

@@ -2,8 +2,8 @@
 
 use crate::patch::{Edit, Patch};
 use crate::python::Parsed;
+use crate::repair::generate::operators::{mutations_at_line_in, shorten, FileScope, Operator};
 use crate::repair::learn::priors::Priors;
-use crate::repair::sources::operators::{mutations_at_line_in, shorten, FileScope, Operator};
 use std::collections::HashSet;
 
 pub mod chunk;
@@ -263,7 +263,7 @@ pub fn operator_proposals(
 fn missing_key_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<(usize, crate::repair::sources::operators::Mutation)> {
+) -> Vec<(usize, crate::repair::generate::operators::Mutation)> {
     use crate::localize::CrashKind;
     let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::KeyError && c.raised_here) else {
         return Vec::new();
@@ -273,7 +273,7 @@ fn missing_key_fixes(
         key != missing
             && ((missing.starts_with(key) || key.starts_with(missing)) && key.len().min(missing.len()) >= 3
                 || key.eq_ignore_ascii_case(missing)
-                || crate::repair::sources::operators::edit_distance(key, missing) <= 2)
+                || crate::repair::generate::operators::edit_distance(key, missing) <= 2)
     };
     let mut out = Vec::new();
     let mut stack = vec![file.parsed.root()];
@@ -286,7 +286,7 @@ fn missing_key_fixes(
         let Some(key) = node.child_by_field_name("key").filter(|k| k.kind() == "string") else { continue };
         let text = file.parsed.node_text(key);
         let Some(replacement) = renamed_key(text, missing).filter(|_| quoted(text).is_some_and(near)) else { continue };
-        let mutation = crate::repair::sources::operators::Mutation {
+        let mutation = crate::repair::generate::operators::Mutation {
             operator: Operator::Literal,
             edit: Edit::replacement(key.byte_range(), replacement.clone()),
             description: format!("`{text}` → `{replacement}` (the missing key)"),
@@ -301,7 +301,7 @@ fn missing_key_fixes(
 fn lookup_default_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<crate::repair::sources::operators::Mutation> {
+) -> Vec<crate::repair::generate::operators::Mutation> {
     use crate::localize::CrashKind;
     if !susp.crash.as_ref().is_some_and(|c| c.kind == CrashKind::KeyError && c.raised_here) {
         return Vec::new();
@@ -324,7 +324,7 @@ fn lookup_default_fixes(
             let old = parsed.node_text(node);
             let at = range.start - node.start_byte();
             let new = format!("{}{content}{}", &old[..at], &old[at + range.len()..]);
-            crate::repair::sources::operators::Mutation {
+            crate::repair::generate::operators::Mutation {
                 operator: Operator::CallArguments,
                 description: format!("`{}` → `{}` (a default for the missing key)", shorten(old), shorten(&new)),
                 edit: Edit::replacement(range, content),
@@ -393,13 +393,13 @@ fn quoted(text: &str) -> Option<&str> {
 fn call_argument_fixes(
     file: &crate::project::SourceFile,
     susp: &crate::localize::SuspiciousLine,
-) -> Vec<crate::repair::sources::operators::Mutation> {
+) -> Vec<crate::repair::generate::operators::Mutation> {
     use crate::localize::CrashKind;
     let Some(crash) = susp.crash.as_ref().filter(|c| c.kind == CrashKind::TypeError && c.raised_here) else {
         return Vec::new();
     };
-    crate::repair::sources::signature::CallError::parse(&crash.message)
-        .map(|error| crate::repair::sources::signature::call_fixes(&file.parsed, susp.line, &error))
+    crate::repair::generate::signature::CallError::parse(&crash.message)
+        .map(|error| crate::repair::generate::signature::call_fixes(&file.parsed, susp.line, &error))
         .unwrap_or_default()
 }
 
@@ -407,7 +407,7 @@ fn call_argument_fixes(
 /// missing name or attribute replaced, bounds and guards for lookups, arguments for calls.
 fn crash_steer(
     crash: &crate::localize::Crash,
-    mutation: &crate::repair::sources::operators::Mutation,
+    mutation: &crate::repair::generate::operators::Mutation,
     text: &str,
 ) -> f64 {
     use crate::localize::CrashKind as K;
@@ -982,7 +982,7 @@ mod tests {
     fn operators_answering_the_raised_exception_are_preferred_at_the_raising_line() {
         use super::{crash_steer, CRASH_STEER};
         use crate::localize::{Crash, CrashKind};
-        use crate::repair::sources::operators::{Mutation, Operator};
+        use crate::repair::generate::operators::{Mutation, Operator};
         let text = "def f(count):\n    return cuont + 1\n";
         let at = text.find("cuont").unwrap();
         let mutation = |operator, from: usize, to: usize| Mutation {

@@ -5,18 +5,18 @@ use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
 use crate::pytest::{CollectError, PytestError, RunSpec, Session};
 use crate::repair::candidate::{Candidate, CandidateId, GenerateLimits, NeuralLimits};
-use crate::repair::judge::behaviour::{self, ReturnCheck, Watched};
-use crate::repair::judge::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
-use crate::repair::judge::minimal;
-use crate::repair::judge::overfit::{self, AntiPattern};
-use crate::repair::judge::rank::{self, Naturalness, RankStats, Ranker};
-use crate::repair::lab::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
+use crate::repair::choose::behaviour::{self, ReturnCheck, Watched};
+use crate::repair::choose::guard::{self, Confirmation, Guard, GuardPlan, GuardSummary, PendingGuard, RestOfSuite};
+use crate::repair::choose::minimal;
+use crate::repair::choose::overfit::{self, AntiPattern};
+use crate::repair::choose::rank::{self, Naturalness, RankStats, Ranker};
+use crate::repair::generate::cloze::{ClozeOptions, ClozeSource, ClozeStats};
+use crate::repair::generate::patcher::{ModelTurns, PatcherSource};
+use crate::repair::generate::{CombinationSource, OperatorSource, TemplateSource};
 use crate::repair::learn::priors::Priors;
 use crate::repair::learn::templates::Templates;
 use crate::repair::search::{self, CandidateSource, Search, SourceKind, SourceStats};
-use crate::repair::sources::cloze::{ClozeOptions, ClozeSource, ClozeStats};
-use crate::repair::sources::patcher::{ModelTurns, PatcherSource};
-use crate::repair::sources::{CombinationSource, OperatorSource, TemplateSource};
+use crate::repair::validate::{self, EngineChoice, LabConfig, LabError, LabEvent, Timeouts, Validated};
 use crate::sandbox::{DockerConfig, SandboxError, SandboxKind};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -263,7 +263,7 @@ pub enum FixEvent {
     },
     Validated {
         candidate_id: CandidateId,
-        outcome: lab::OutcomeKind,
+        outcome: validate::OutcomeKind,
     },
     /// Plausible candidates are being scored by the language model.
     Ranking {
@@ -293,7 +293,7 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     // The validation engines start now: their fork servers import pytest and collect the
     // focus (the selected tests' files, or the whole suite) while the baseline runs.
     let focus = options.focus();
-    let pool = lab::Pool::start(&pytest, project.root(), &focus, options.jobs, options.engine)?;
+    let pool = validate::Pool::start(&pytest, project.root(), &focus, options.jobs, options.engine)?;
     on_event(FixEvent::BaselineStarted);
     let baseline = run_baseline(options, &pytest, &project, &focus, start)?;
     let mut outcome = FixOutcome::new(pytest.python().to_path_buf(), baseline, start.elapsed(), warnings);
@@ -373,7 +373,7 @@ struct Searched<'p> {
 fn search_stage<'p>(
     options: &FixOptions,
     project: &'p Project,
-    (pytest, pool, guard, focus): (&crate::pytest::Pytest, &lab::Pool, &PendingGuard, &[String]),
+    (pytest, pool, guard, focus): (&crate::pytest::Pytest, &validate::Pool, &PendingGuard, &[String]),
     outcome: &FixOutcome,
     (sampler, ranker): (Option<(crate::model::Patcher, NeuralLimits)>, Option<Ranker>),
     start: Instant,
@@ -472,7 +472,7 @@ fn run_baseline(
     focus: &[String],
     start: Instant,
 ) -> Result<Session, FixError> {
-    let scratch = lab::scratch_copy(project.root(), "deepdebug-baseline-")?;
+    let scratch = validate::scratch_copy(project.root(), "deepdebug-baseline-")?;
     let deadline = start + options.timeout;
     let share = |d: Instant| d.saturating_duration_since(Instant::now()).mul_f64(BASELINE_SHARE);
     let box_end = Instant::now() + share(deadline);
@@ -795,7 +795,7 @@ struct SearchRun<'r, 'p> {
     options: &'r FixOptions,
     project: &'p Project,
     pytest: &'r crate::pytest::Pytest,
-    pool: &'r lab::Pool,
+    pool: &'r validate::Pool,
     config: LabConfig<'r>,
     search: &'r Mutex<Search<'p>>,
     ranker: Option<Ranker>,
@@ -839,7 +839,7 @@ struct RunResults {
 /// What validates a search's candidates: pytest, the pool of warm workers, the lab's settings.
 struct Validation<'r> {
     pytest: &'r crate::pytest::Pytest,
-    pool: &'r lab::Pool,
+    pool: &'r validate::Pool,
     config: LabConfig<'r>,
 }
 
@@ -1011,7 +1011,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             LabEvent::Note(note) => push_note(notes, note),
         };
         let started = Instant::now();
-        let round = lab::run_feed(self.pool, self.pytest, config, &search::SharedSearch::new(self.search), &forward);
+        let round =
+            validate::run_feed(self.pool, self.pytest, config, &search::SharedSearch::new(self.search), &forward);
         self.validating += started.elapsed();
         let round = round?;
         Ok(round.iter().filter(|v| v.outcome.is_plausible()).count())

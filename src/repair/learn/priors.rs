@@ -2,8 +2,8 @@
 
 use crate::patch::{Edit, Patch};
 use crate::python::Parsed;
+use crate::repair::generate::operators::{mutations_at_line_in, FileScope, Operator};
 use crate::repair::learn::pairs::{map_rows, LineHunk, PairsError, RowFilter};
-use crate::repair::sources::operators::{mutations_at_line_in, FileScope, Operator};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 use super::*;
 use crate::patch::Edit;
 use crate::repair::candidate::Provenance;
-use crate::repair::lab::CandidateOutcome;
+use crate::repair::validate::CandidateOutcome;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ fn failed(search: &mut Search<'_>, c: &Candidate) {
         candidate_id: c.id,
         outcome,
         elapsed: Duration::from_millis(10),
-        path: crate::repair::lab::PathTaken::BATCH,
+        path: crate::repair::validate::PathTaken::BATCH,
     });
 }
 
@@ -203,7 +203,7 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
             candidate_id: c.id,
             outcome,
             elapsed: Duration::from_millis(10),
-            path: crate::repair::lab::PathTaken::BATCH,
+            path: crate::repair::validate::PathTaken::BATCH,
         });
     }
     // Counted as failures, the combinations' weight 1 / (0.02 n + 1) falls below 0.1 / 0.2
@@ -219,7 +219,7 @@ fn combinations_that_only_inherit_their_seeds_partial_fix_do_not_pump_their_sour
 /// it sees in `next`.
 struct Learner {
     fake: Fake,
-    progress: crate::repair::sources::widen::Progress,
+    progress: crate::repair::generate::widen::Progress,
 }
 
 impl CandidateSource for Learner {
@@ -237,7 +237,7 @@ impl CandidateSource for Learner {
 
 #[test]
 fn a_generative_source_learns_which_of_its_targets_made_progress() {
-    use crate::repair::sources::widen::{Progress, Widening};
+    use crate::repair::generate::widen::{Progress, Widening};
     let (_dir, project) = project();
     // Target 0 holds line 2, target 1 lines 3-4.
     let targets = vec![vec![("m.py".to_string(), 2, 2)], vec![("m.py".to_string(), 3, 4)]];
@@ -256,7 +256,7 @@ fn a_generative_source_learns_which_of_its_targets_made_progress() {
         candidate_id: second.id,
         outcome: CandidateOutcome::StillFailing { failing: vec!["t2".into()], fixed: 1 },
         elapsed: Duration::from_millis(10),
-        path: crate::repair::lab::PathTaken::BATCH,
+        path: crate::repair::validate::PathTaken::BATCH,
     });
     let _ = search.next_candidate(); // the source reads the results
     let mut widening = Widening::new(2, 1, 2, 0.8, 0.95);

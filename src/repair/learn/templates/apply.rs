@@ -4,7 +4,7 @@ use super::pattern::{render, Context, Piece, Template, TemplateKind};
 use super::tokens::{is_fragment, is_simple_statement, leaf_span, Leaf, LeafKind};
 use crate::patch::Edit;
 use crate::python::Parsed;
-use crate::repair::sources::operators::{enclosing_function, scope_names};
+use crate::repair::generate::operators::{enclosing_function, scope_names};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use tree_sitter::Node;

@@ -2,7 +2,7 @@
 
 use crate::pytest::{CollectError, Pytest, RunSpec, Session, TestOutcome, TestRun};
 use crate::repair::candidate::Candidate;
-use crate::repair::lab::{CandidateOutcome, LabConfig, LabError};
+use crate::repair::validate::{CandidateOutcome, LabConfig, LabError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
@@ -354,7 +354,7 @@ pub struct RestOfSuite<'a> {
 /// # Errors
 /// When the scratch copy cannot be made or pytest cannot start.
 pub fn run_rest(pytest: &Pytest, root: &Path, rest: &RestOfSuite<'_>, mut guard: Guard) -> Result<Guard, LabError> {
-    let scratch = crate::repair::lab::scratch_copy(root, "deepdebug-guard-")?;
+    let scratch = crate::repair::validate::scratch_copy(root, "deepdebug-guard-")?;
     let run = TestRun { per_test_timeout: Some(rest.per_test), ..TestRun::new(None, rest.time_box) };
     let spec = RunSpec { root: scratch.path(), coverage: false, run, deselect: rest.focus_files, watch: &[] };
     let session = pytest.run(&spec)?;
@@ -388,7 +388,7 @@ pub fn confirm(
     runs: usize,
     deadline: Instant,
 ) -> Result<Confirmation, LabError> {
-    let dir = crate::repair::lab::scratch_copy(config.root, "deepdebug-confirm-")?;
+    let dir = crate::repair::validate::scratch_copy(config.root, "deepdebug-confirm-")?;
     std::fs::write(dir.path().join(&candidate.patch.file), &candidate.patched_text).map_err(LabError::Write)?;
     let limit = config.timeouts.session(plan.guard_tests() + plan.failing.len()) * 2
         + Duration::from_secs_f64(plan.seconds * 2.0);

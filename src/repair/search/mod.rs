@@ -4,7 +4,7 @@ use crate::exclude::Exclude;
 use crate::patch::Patch;
 use crate::project::Project;
 use crate::repair::candidate::{self, Candidate, CandidateId, Partner, Proposal, Provenance};
-use crate::repair::lab::{CandidateOutcome, Feed, Next, Validated};
+use crate::repair::validate::{CandidateOutcome, Feed, Next, Validated};
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,7 +12,7 @@ use std::time::Instant;
 /// Families of candidate sources, for scheduling and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SourceKind {
-    /// The repair operators (`repair::sources::operators`).
+    /// The repair operators (`repair::generate::operators`).
     Operators,
     /// Fix templates learned from real commits (`repair::learn::templates`).
     Templates,

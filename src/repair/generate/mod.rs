@@ -11,10 +11,10 @@ use crate::localize::SuspiciousLine;
 use crate::project::Project;
 use crate::repair::candidate::Proposal;
 use crate::repair::candidate::{self, Candidate, CandidateId};
+use crate::repair::generate::operators::{FileScope, Operator};
 use crate::repair::learn::priors::Priors;
 use crate::repair::learn::templates::Templates;
 use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
-use crate::repair::sources::operators::{FileScope, Operator};
 use std::collections::{HashMap, HashSet};
 
 /// The repair operators at the suspicious lines, one line per batch in rank order: the cost of
@@ -193,8 +193,8 @@ pub fn operator_candidates(
     let mut out = Vec::new();
     while out.len() < limits.max_candidates {
         match search.next_candidate() {
-            crate::repair::lab::Next::Candidate(c) => out.push(c.as_ref().clone()),
-            crate::repair::lab::Next::Wait | crate::repair::lab::Next::Done => break,
+            crate::repair::validate::Next::Candidate(c) => out.push(c.as_ref().clone()),
+            crate::repair::validate::Next::Wait | crate::repair::validate::Next::Done => break,
         }
     }
     out

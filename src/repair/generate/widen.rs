@@ -1,8 +1,8 @@
 //! How a generative source widens once its plan is used up: more targets, hotter sampling and new seeds each round, targets that led to progress first, until rounds stop bringing new candidates.
 
 use crate::repair::candidate::Provenance;
-use crate::repair::lab::CandidateOutcome;
 use crate::repair::search::View;
+use crate::repair::validate::CandidateOutcome;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};

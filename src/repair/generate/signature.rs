@@ -2,7 +2,7 @@
 
 use crate::patch::Edit;
 use crate::python::Parsed;
-use crate::repair::sources::operators::{enclosing_function, scope_names, Mutation, Operator};
+use crate::repair::generate::operators::{enclosing_function, scope_names, Mutation, Operator};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -173,7 +173,7 @@ fn values_for(name: &str, scope: &BTreeSet<String>) -> Vec<String> {
     let mut similar: Vec<(usize, &String)> = scope
         .iter()
         .filter(|s| s.as_str() != name)
-        .map(|s| (crate::repair::sources::operators::edit_distance(name, s), s))
+        .map(|s| (crate::repair::generate::operators::edit_distance(name, s), s))
         .filter(|(d, s)| *d <= 2.max(name.len().min(s.len()) / 3))
         .collect();
     similar.sort();
@@ -252,7 +252,7 @@ fn unexpected_keyword(parsed: &Parsed, args: Node<'_>, name: &str, params: Optio
         let mut similar: Vec<(usize, &String)> = params
             .unwrap_or_default()
             .iter()
-            .map(|p| (crate::repair::sources::operators::edit_distance(name, p), p))
+            .map(|p| (crate::repair::generate::operators::edit_distance(name, p), p))
             .collect();
         similar.sort();
         for (_, param) in similar.into_iter().take(3) {

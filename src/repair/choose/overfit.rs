@@ -48,7 +48,7 @@ pub enum AntiPattern {
     /// (`x = f(x)` run twice). It changes how often an effect happens, which passes a test that
     /// counts by chance far more often than it fixes the code.
     RepeatedStatement,
-    /// Behavioural, not syntactic (`repair::judge::behaviour`): on the tests' inputs the patched
+    /// Behavioural, not syntactic (`repair::choose::behaviour`): on the tests' inputs the patched
     /// function returns a kind of value the buggy one never returned (`None` from a function
     /// of booleans, a list for a tuple).
     NewReturnType,
@@ -59,8 +59,8 @@ pub enum AntiPattern {
     /// Behavioural: the failing tests pass because most of the code they ran at baseline no
     /// longer runs (a directory skipped, a loop left early): they no longer test the bug.
     SkippedCode,
-    /// Judged by the language model, not by syntax (`repair::judge::rank`): the patched function
-    /// reads far less natural than the buggy one ([`crate::repair::judge::rank::UNNATURAL_GAIN`]).
+    /// Judged by the language model, not by syntax (`repair::choose::rank`): the patched function
+    /// reads far less natural than the buggy one ([`crate::repair::choose::rank::UNNATURAL_GAIN`]).
     Unnatural,
 }
 

@@ -1,8 +1,8 @@
 //! Background candidate sources (the line sampler, the patcher): the search's end of the thread, proposals drained as they arrive, the pause and stop flags its thread obeys, and what validation said fed back to its widening.
 
 use crate::repair::candidate::Proposal;
+use crate::repair::generate::widen::Progress;
 use crate::repair::search::{CandidateSource, Produced, SourceKind, View};
-use crate::repair::sources::widen::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Smaller edits inside a language-model line: each change of a rewrite on its own, and its additions without its deletions.
 
-use crate::repair::judge::minimal::tokens;
+use crate::repair::choose::minimal::tokens;
 use std::ops::Range;
 
 /// At most this many smaller rewrites per sampled line.

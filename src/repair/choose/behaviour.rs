@@ -3,7 +3,7 @@
 use crate::project::Project;
 use crate::pytest::{Pytest, RunSpec, Session, TestRun};
 use crate::repair::candidate::Candidate;
-use crate::repair::lab::{scratch_copy, LabError};
+use crate::repair::validate::{scratch_copy, LabError};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
