@@ -421,10 +421,9 @@ impl Generator<'_> {
         let mut stack = vec![header];
         while let Some(n) = stack.pop() {
             let text = self.text(n);
-            if n.kind() == "identifier" && is_free_load(n) && !matches!(text, "self" | "cls") {
-                if scope.iter().any(|s| s == text) && !names.iter().any(|m| m == text) {
-                    names.push(text.to_string());
-                }
+            let readable = n.kind() == "identifier" && is_free_load(n) && !matches!(text, "self" | "cls");
+            if readable && scope.iter().any(|s| s == text) && !names.iter().any(|m| m == text) {
+                names.push(text.to_string());
             }
             let mut cursor = n.walk();
             let children: Vec<Node<'_>> = n.named_children(&mut cursor).collect();
