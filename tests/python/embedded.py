@@ -54,3 +54,19 @@ def run_deployed(relpath, tmp_path, args, **kwargs):
     script.write_text(deployed_source(relpath), encoding="utf-8")
     return subprocess.run([sys.executable, str(script)] + list(args), capture_output=True, text=True, timeout=30,
                           **kwargs)
+
+
+# Values whose repr fails, shared by the tests of the scripts that show values.
+class Broken:
+    def __repr__(self):
+        raise RuntimeError("no")
+
+
+class Stop(BaseException):
+    """Not an Exception (reprlib lets it through); not KeyboardInterrupt, which would end pytest
+    when it shows a failed assertion's values."""
+
+
+class Stopping:
+    def __repr__(self):
+        raise Stop

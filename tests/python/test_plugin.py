@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from embedded import load
+from embedded import Broken, Stopping, load
 
 PROJECT_MODULE = '''def double(x):
     return x * 2
@@ -16,21 +16,6 @@ def fails(n):
     local = [n] * 3
     return local[n]
 '''
-
-
-class Broken:
-    def __repr__(self):
-        raise RuntimeError("no")
-
-
-class Stop(BaseException):
-    """Not an Exception (reprlib lets it through); not KeyboardInterrupt, which would end pytest
-    when it shows a failed assertion's values."""
-
-
-class Stopping:
-    def __repr__(self):
-        raise Stop
 
 
 class BadStr(Exception):

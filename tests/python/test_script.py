@@ -4,7 +4,7 @@ import os
 import sys
 
 import pytest
-from embedded import load, run_deployed
+from embedded import Broken, load, run_deployed
 
 script = load("src/debugger/dap/script.py")
 
@@ -12,11 +12,6 @@ script = load("src/debugger/dap/script.py")
 class Point:
     def __init__(self, x, y):
         self.x, self.y = x, y
-
-
-class Broken:
-    def __repr__(self):
-        raise RuntimeError("no")
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import ast
 import pathlib
 
 import pytest
-from embedded import ROOT, SHARED, embeddings, load
+from embedded import ROOT, SHARED, Broken, Stopping, embeddings, load
 
 
 def _prelude():
@@ -13,21 +13,6 @@ def _prelude():
 
 
 V = _prelude()
-
-
-class Broken:
-    def __repr__(self):
-        raise RuntimeError("no")
-
-
-class Stop(BaseException):
-    """Not an Exception (reprlib lets it through); not KeyboardInterrupt, which would end pytest
-    when it shows a failed assertion's values."""
-
-
-class Stopping:
-    def __repr__(self):
-        raise Stop
 
 
 class Text(str):
