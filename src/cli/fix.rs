@@ -3,9 +3,8 @@
 use super::parse_duration;
 use anyhow::{bail, Context};
 use deepdebug::exit_code::ExitCode;
-use deepdebug::pytest::PytestError;
 use deepdebug::repair::candidate::GenerateLimits;
-use deepdebug::repair::fix::{fix, FixError, FixEvent, FixOptions, FixOutcome, FixStatus};
+use deepdebug::repair::fix::{fix, FixEvent, FixOptions, FixOutcome, FixStatus};
 use deepdebug::repair::validate::EngineChoice;
 use deepdebug::report::FixReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -111,7 +110,7 @@ pub fn run(args: &FixArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         Ok(outcome) => outcome,
         Err(err) => {
             eprintln!("error: {err}");
-            return Ok(exit_code(&err));
+            return Ok(err.exit_code());
         }
     };
     for warning in &outcome.warnings {
@@ -209,27 +208,6 @@ impl Progress {
 
 fn seconds_left(deadline: Option<std::time::Instant>) -> f64 {
     deadline.map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64())
-}
-
-/// The documented exit code of an error that stopped `fix` before a result.
-fn exit_code(err: &FixError) -> ExitCode {
-    match err {
-        FixError::Pytest(
-            PytestError::PythonMissing(_) | PytestError::PytestMissing { .. } | PytestError::PythonUnresponsive { .. },
-        )
-        | FixError::Sandbox(_)
-        | FixError::Ranker(_)
-        | FixError::PytestUsage(_)
-        | FixError::Pytest(PytestError::Sandbox(_)) => ExitCode::Environment,
-        FixError::CollectionErrors(_)
-        | FixError::NoTests(_)
-        | FixError::SelectedNotRun(_)
-        | FixError::BaselineTimeout { .. } => ExitCode::BaselineBroken,
-        FixError::Project(deepdebug::project::ProjectError::NotADirectory(_))
-        | FixError::Model(deepdebug::model::ModelError::NotAModel(_))
-        | FixError::WrongTask(..) => ExitCode::Usage,
-        _ => ExitCode::Software,
-    }
 }
 
 /// `--out DIR`: report.json and, when there is a patch, fix.diff.

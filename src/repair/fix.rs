@@ -1,5 +1,6 @@
 //! `fix` end to end: baseline, localization, candidate generation, validation, choice of patch.
 
+use crate::exit_code::ExitCode;
 use crate::localize::{localize, Localization};
 use crate::patch::unified_diff;
 use crate::project::{Project, ProjectError};
@@ -143,6 +144,34 @@ pub enum FixError {
     WrongTask(PathBuf, &'static str),
     #[error("SmolLM2 ranker: {0}")]
     Ranker(#[source] crate::model::ModelError),
+}
+
+impl FixError {
+    /// The documented exit code of `fix` stopped by this error (see [`ExitCode`]): the
+    /// environment (no Python or pytest, sandbox, ranker, pytest options), a baseline that
+    /// cannot be used, a usage error, or an internal failure.
+    #[must_use]
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            FixError::Pytest(
+                PytestError::PythonMissing(_)
+                | PytestError::PytestMissing { .. }
+                | PytestError::PythonUnresponsive { .. }
+                | PytestError::Sandbox(_),
+            )
+            | FixError::Sandbox(_)
+            | FixError::Ranker(_)
+            | FixError::PytestUsage(_) => ExitCode::Environment,
+            FixError::CollectionErrors(_)
+            | FixError::NoTests(_)
+            | FixError::SelectedNotRun(_)
+            | FixError::BaselineTimeout { .. } => ExitCode::BaselineBroken,
+            FixError::Project(ProjectError::NotADirectory(_))
+            | FixError::Model(crate::model::ModelError::NotAModel(_))
+            | FixError::WrongTask(..) => ExitCode::Usage,
+            _ => ExitCode::Software,
+        }
+    }
 }
 
 fn format_collect_errors(errors: &[CollectError]) -> String {
@@ -1374,6 +1403,18 @@ mod tests {
         assert_eq!(choose_best(vec![&overfit, &bigger, &plain], &demoted, &key), Some(CandidateId(2)));
         assert_eq!(choose_best(vec![&overfit, &bigger], &demoted, &key), Some(CandidateId(1)));
         assert_eq!(choose_best(vec![&overfit], &demoted, &key), Some(CandidateId(0)), "still reported when alone");
+    }
+
+    #[test]
+    fn errors_map_to_the_documented_exit_codes() {
+        use super::FixError;
+        use crate::exit_code::ExitCode;
+        assert_eq!(FixError::NoTests(String::new()).exit_code(), ExitCode::BaselineBroken);
+        assert_eq!(FixError::SelectedNotRun(vec!["t.py::x".into()]).exit_code(), ExitCode::BaselineBroken);
+        assert_eq!(FixError::PytestUsage("--flake8".into()).exit_code(), ExitCode::Environment);
+        assert_eq!(FixError::WrongTask("m".into(), "bug-create").exit_code(), ExitCode::Usage);
+        let scratch = crate::repair::validate::LabError::Scratch(std::io::Error::other("disk full"));
+        assert_eq!(FixError::Lab(scratch).exit_code(), ExitCode::Software);
     }
 
     #[test]
