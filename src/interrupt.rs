@@ -91,10 +91,17 @@ fn on_signal(dir: &Path) {
 /// SIGKILL every tracked process group.
 fn kill_tracked() {
     let groups = GROUPS.lock().map(|g| g.iter().copied().collect::<Vec<_>>()).unwrap_or_default();
-    for pgid in groups.into_iter().filter(|&pgid| pgid > 1) {
+    for pgid in groups {
+        kill_group(pgid, libc::SIGKILL);
+    }
+}
+
+/// Send `signal` to every process in group `pgid`.
+pub fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
         // SAFETY: plain syscall; a stale group id only yields ESRCH.
         unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
+            libc::kill(-pgid, signal);
         }
     }
 }

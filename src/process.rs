@@ -142,15 +142,9 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: Option<u64>) {
     }
 }
 
-/// Send `signal` to every process in group `pgid`.
-pub fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a stale group id only yields ESRCH.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
+/// Send `signal` to every process in group `pgid` (defined beside the interrupt handler, which
+/// kills the tracked groups with it; this module tracks the groups it starts there).
+pub use crate::interrupt::kill_group;
 
 /// Read a file as text, replacing invalid UTF-8, capped at 1 MiB.
 #[must_use]

@@ -106,12 +106,6 @@ impl Patcher {
         Ok(Patcher(Box::new(Sampler::load(&ModelDir::new(dir), device)?)))
     }
 
-    /// The loaded model.
-    #[must_use]
-    pub fn model(&self) -> &dyn TextModel {
-        self.0.as_ref()
-    }
-
     /// What it was trained to write ([`TextModel::task`]).
     #[must_use]
     pub fn task(&self) -> Task {
