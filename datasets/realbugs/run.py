@@ -13,6 +13,8 @@ visible tests, runs on it (REALBUGS_ALL=1):
                  comments dropped), or the bug has hidden failing tests and the patch makes every
                  one pass with no regression;
   plausible-only fixed, not genuine;
+  withheld       fix exited 3 (not fixed) but named a plausible patch it did not trust as a fix
+                 (`suggestion` of the report): judged like a reported patch, counted apart;
   regression     the patch makes a test fail that passed on the buggy program (any test of the
                  whole suite);
   localization   rank of the buggy function among the report's `suspicious_functions` (top-1/5/10),
@@ -149,6 +151,12 @@ def run_bug(args, suite: Path, meta: dict, work: Path, extra: list[str]) -> dict
             res["fixed"] = True
             res["patch"] = {k: report["patch"].get(k) for k in ("file", "line", "source", "description")}
             res.update(judge(suite, meta, report, work))
+        elif proc.returncode == 3 and report.get("suggestion"):
+            # A plausible patch `fix` did not trust enough to report as a fix: judged the same
+            # way, to measure what withholding it gained or lost.
+            sug = report["suggestion"]
+            res["suggestion"] = {k: sug.get(k) for k in ("file", "line", "source", "description", "why")}
+            res["suggestion"].update(judge(suite, meta, {"patch": sug}, work))
     res.setdefault("fixed", False)
     return res
 
@@ -196,6 +204,11 @@ def pass_tests_table(results: list[dict], timeout: int, title: str) -> str:
         over = max(r["overrun"] for r in rs)
         lines.append(f"{name:<17}{len(rs):>5}{sum(1 for r in rs if refused(r)):>8}{len(clean):>6}{genuine:>5}"
                      f"{len(clean) - genuine:>7}{regr:>5}{over:>+8.1f}s{guard:>7}")
+    withheld = [r["suggestion"] for r in results if r.get("suggestion") and "judge_error" not in r["suggestion"]]
+    if withheld:
+        good = sum(1 for s in withheld if s.get("genuine") and not s.get("regressions"))
+        lines.append(f"withheld (exit 3 with a suggestion): {len(withheld)}, of which genuine {good},"
+                     f" plausible-only {len(withheld) - good}")
     codes: dict[str, int] = {}
     for r in results:
         if refused(r):
