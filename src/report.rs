@@ -355,7 +355,7 @@ pub struct LanguageModelReport {
     pub sampled_tokens: usize,
     pub seconds: f64,
     /// New candidates per finished widening round (`repair::generate::widen`): trailing zeros mean the
-    /// source ran dry; a run cut by the deadline or a confirmed patch ends without them.
+    /// source ran dry; the round under way when the search stopped is not counted.
     pub rounds: Vec<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

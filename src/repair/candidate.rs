@@ -728,20 +728,16 @@ fn misplaced(node: tree_sitter::Node<'_>) -> bool {
 }
 
 /// How many calls (a name followed by `(`: `f(`, `.strip(`) the code `patch` replaces has
-/// that its replacement lacks, counted per name. A plausible patch that drops a call often
-/// passes the tests by losing behaviour they do not check (`text.strip()` → `text`).
+/// beyond those its replacement has. A plausible patch that drops a call often passes the
+/// tests by losing behaviour they do not check (`text.strip()` → `text`); one that calls
+/// another function or method in its place (`.upper()` → `.lower()`) drops none.
 #[must_use]
 pub fn deleted_calls(original: &str, patch: &Patch) -> usize {
-    let mut counts: std::collections::HashMap<&str, isize> = std::collections::HashMap::new();
-    for edit in patch.edits() {
-        for name in called_names(original.get(edit.range.clone()).unwrap_or_default()) {
-            *counts.entry(name).or_default() += 1;
-        }
-        for name in called_names(&edit.content) {
-            *counts.entry(name).or_default() -= 1;
-        }
-    }
-    counts.values().map(|&n| n.max(0).unsigned_abs()).sum()
+    let (removed, added) = patch.edits().iter().fold((0, 0), |(removed, added), edit| {
+        let old = called_names(original.get(edit.range.clone()).unwrap_or_default()).len();
+        (removed + old, added + called_names(&edit.content).len())
+    });
+    removed.saturating_sub(added)
 }
 
 /// Names directly followed by `(` (spaces allowed), in order; string contents are not skipped.
@@ -900,7 +896,7 @@ mod tests {
     }
 
     #[test]
-    fn deleted_calls_count_the_calls_a_patch_drops_per_name() {
+    fn deleted_calls_count_the_calls_a_patch_drops_not_those_it_renames() {
         let text = "    return datetime.strptime(text.strip(), \"%Y-%d-%m\").date()\n";
         let line = 0..text.len() - 1;
         let rewrite = |to: &str| deleted_calls(text, &Patch::single("m.py", Edit::replacement(line.clone(), to)));
@@ -912,6 +908,8 @@ mod tests {
         let at = text.find("%Y").unwrap();
         assert_eq!(deleted_calls(text, &Patch::single("m.py", Edit::replacement(at..at + 8, "%Y-%m-%d"))), 0);
         assert_eq!(deleted_calls("x = f (1) + g(2)", &Patch::single("m.py", Edit::replacement(0..16, "x = 1(2)"))), 2);
+        // Another method in the place of one: no call dropped.
+        assert_eq!(rewrite("    return datetime.strptime(text.lower(), \"%Y-%d-%m\").date()"), 0);
     }
 
     #[test]

@@ -284,6 +284,8 @@ impl Worker {
         let result = SmolLm::load_cpu(&self.options.gguf).and_then(|lm| loop {
             self.inbox.apply(&mut self.widening.borrow_mut());
             let Some(round) = self.widening.borrow_mut().next_round() else { return Ok(()) };
+            // The rounds finished so far, readable while this thread still samples.
+            self.stats.lock().expect("cloze stats").rounds = self.widening.borrow().history().to_vec();
             for pass in round_passes(&round) {
                 for job in &windows[pass.window] {
                     if self.stopped() {
