@@ -15,6 +15,7 @@ pub mod t5;
 pub mod tokenizer;
 pub mod trace_note;
 pub mod train;
+pub(crate) mod train_loop;
 
 pub use config::{ModelConfig, Task};
 pub use dir::ModelDir;

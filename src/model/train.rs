@@ -1,18 +1,14 @@
-//! Training loop: AdamW, linear warmup + cosine decay, global-norm gradient clipping,
-//! periodic held-out loss, seeded init, exact checkpoint/resume in the model directory.
+//! Training the T5 patcher: its options (AdamW, warmup + cosine, clipping), events and summary, and its part of the shared loop (`train_loop`).
 
 use super::data::Example;
-use super::dir::{ModelDir, TrainState, TRAIN_STATE_FORMAT_VERSION};
+use super::dir::{ModelDir, TrainState};
 use super::optim::{AdamW, AdamWParams};
 use super::t5::{seeded_var_builder, Seq2Seq};
 use super::tokenizer::{EOS_ID, PAD_ID};
+use super::train_loop::{clip, fresh_state, restore_optimizer, run, sorted_vars, split, Sets, Step, Trainee};
 use super::{CodeTokenizer, ModelConfig, ModelError};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use std::time::Instant;
 
 /// Hyper-parameters of a training run.
 #[derive(Debug, Clone)]
@@ -198,23 +194,47 @@ pub fn cross_entropy(dir: &ModelDir, examples: &[Example], device: &Device) -> R
     Ok((eval_loss(&model, &refs, 8, device)?, encoded.len()))
 }
 
-fn checkpoint(
-    dir: &ModelDir,
-    varmap: &VarMap,
-    opt: &AdamW,
-    cfg: &ModelConfig,
-    tokenizer: &CodeTokenizer,
-    state: &TrainState,
-) -> Result<(), ModelError> {
-    dir.create()?;
-    let tmp = dir.path.join("model.safetensors.tmp");
-    varmap.save(&tmp)?;
-    std::fs::rename(&tmp, dir.weights_path())
-        .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
-    opt.save(&dir.optimizer_path())?;
-    dir.save_config(cfg)?;
-    tokenizer.save(&dir.tokenizer_path())?;
-    dir.save_train_state(state)
+/// The T5 model of a run, with what its steps and checkpoints need.
+struct T5Run<'a> {
+    model: Seq2Seq,
+    dir: &'a ModelDir,
+    cfg: &'a ModelConfig,
+    tokenizer: &'a CodeTokenizer,
+    batch_size: usize,
+    device: &'a Device,
+}
+
+impl Trainee for T5Run<'_> {
+    type Example = Encoded;
+
+    fn step(&self, batch: &[&Encoded], vars: &[candle_core::Var], clip_norm: f64) -> Result<Step, ModelError> {
+        let (src, dec_in, labels, tokens) = batch_tensors(batch, self.device)?;
+        let loss = self.model.loss(&src, &dec_in, &labels)?;
+        let mut grads = loss.backward()?;
+        let grad_norm = clip(&mut grads, vars, 1.0, clip_norm, false)?;
+        Ok(Step { loss: loss.to_scalar::<f32>()?, grad_norm, tokens, grads })
+    }
+
+    fn eval_loss(&self, eval: &[&Encoded]) -> Result<f32, ModelError> {
+        eval_loss(&self.model, eval, self.batch_size, self.device)
+    }
+
+    fn checkpoint(&self, varmap: &VarMap, opt: &AdamW, state: &TrainState) -> Result<(), ModelError> {
+        let dir = self.dir;
+        dir.create()?;
+        let tmp = dir.path.join("model.safetensors.tmp");
+        varmap.save(&tmp)?;
+        std::fs::rename(&tmp, dir.weights_path())
+            .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+        opt.save(&dir.optimizer_path())?;
+        dir.save_config(self.cfg)?;
+        self.tokenizer.save(&dir.tokenizer_path())?;
+        dir.save_train_state(state)
+    }
+
+    fn has_weights(&self) -> bool {
+        self.dir.is_complete()
+    }
 }
 
 /// Train (or resume training) the model in `dir` on `examples`. A fresh model is initialized
@@ -247,131 +267,37 @@ pub fn train(
         )));
     }
     let encoded = encode_all(tokenizer, cfg, examples)?;
-    let mut order: Vec<usize> = (0..encoded.len()).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(opts.seed));
-    let n_eval = if encoded.len() < 4 {
-        0
-    } else {
-        ((encoded.len() as f64 * opts.eval_fraction).ceil() as usize).clamp(1, encoded.len() / 2)
-    };
-    let eval: Vec<&Encoded> = order[..n_eval].iter().map(|&i| &encoded[i]).collect();
-    let train_set: Vec<&Encoded> = order[n_eval..].iter().map(|&i| &encoded[i]).collect();
-
+    let (eval, train) = split(&encoded, opts);
     let varmap = VarMap::new();
-    let vb = seeded_var_builder(&varmap, opts.seed, DType::F32, device);
-    let model = Seq2Seq::new(cfg, vb)?;
+    let model = Seq2Seq::new(cfg, seeded_var_builder(&varmap, opts.seed, DType::F32, device))?;
     let params = AdamWParams { lr: opts.lr_at(0), weight_decay: opts.weight_decay, ..AdamWParams::default() };
     let mut opt = AdamW::new(&varmap, params)?;
-    let mut optimizer_restored = false;
-    let mut state = TrainState {
-        format_version: TRAIN_STATE_FORMAT_VERSION,
-        step: 0,
-        total_steps: opts.steps,
-        train_loss: Vec::new(),
-        eval_loss: Vec::new(),
-    };
+    let (mut state, mut optimizer_restored) = (fresh_state(opts.steps), false);
     if let Some(saved) = dir.train_state()? {
-        let saved_cfg = dir.config()?;
-        if &saved_cfg != cfg {
+        if &dir.config()? != cfg {
             return Err(ModelError::Config(format!(
                 "{} holds a checkpoint with a different config",
                 dir.path.display()
             )));
         }
-        let mut varmap = varmap.clone();
-        varmap.load(dir.weights_path())?;
+        varmap.clone().load(dir.weights_path())?;
         state = saved;
-        state.total_steps = opts.steps;
-        if dir.optimizer_path().is_file() {
-            let mut restored = AdamW::new(&varmap, params)?;
-            restored.load(&dir.optimizer_path())?;
-            // A moment file from another step (a torn checkpoint) is not used.
-            if restored.step_count() == state.step {
-                opt = restored;
-                optimizer_restored = true;
-            }
+        if let Some(restored) = restore_optimizer(&varmap, params, &dir.optimizer_path(), state.step)? {
+            (opt, optimizer_restored) = (restored, true);
         }
         on_event(TrainEvent::Resumed { step: state.step, optimizer_restored });
     }
-    let mut vars = varmap.all_vars();
-    // A fixed order keeps the gradient norm's summation order, hence clipping, reproducible.
-    let names: std::collections::HashMap<candle_core::TensorId, String> =
-        varmap.data().lock().expect("varmap lock").iter().map(|(name, v)| (v.as_tensor().id(), name.clone())).collect();
-    vars.sort_by(|a, b| names[&a.as_tensor().id()].cmp(&names[&b.as_tensor().id()]));
-
+    let trainee = T5Run { model, dir, cfg, tokenizer, batch_size: opts.batch_size, device };
     let start_step = state.step;
-    let started = Instant::now();
-    let mut summary = TrainSummary {
+    let ran = run(&trainee, &Sets { eval, train }, (&varmap, &mut opt), &mut state, opts, on_event)?;
+    Ok(TrainSummary {
         start_step,
-        steps: 0,
-        losses: Vec::new(),
-        eval_loss: Vec::new(),
-        tokens: 0,
-        seconds: 0.0,
-        parameters: vars.iter().map(|v| v.elem_count()).sum(),
+        steps: ran.steps,
+        losses: ran.losses,
+        eval_loss: ran.eval_loss,
+        tokens: ran.tokens,
+        seconds: ran.seconds,
+        parameters: sorted_vars(&varmap).iter().map(|v| v.elem_count()).sum(),
         optimizer_restored,
-    };
-    let mut since_ckpt: Vec<f32> = Vec::new();
-    while state.step < opts.steps {
-        let step = state.step;
-        let mut rng =
-            StdRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(step as u64 + 1));
-        let batch: Vec<&Encoded> =
-            (0..opts.batch_size.max(1)).map(|_| train_set[rng.random_range(0..train_set.len())]).collect();
-        let (src, dec_in, labels, tokens) = batch_tensors(&batch, device)?;
-        let loss = model.loss(&src, &dec_in, &labels)?;
-        let mut grads = loss.backward()?;
-        let mut sq = 0.0f32;
-        for v in &vars {
-            if let Some(g) = grads.get(v) {
-                sq += g.sqr()?.sum_all()?.to_scalar::<f32>()?;
-            }
-        }
-        let grad_norm = sq.sqrt();
-        if opts.clip_norm > 0.0 && f64::from(grad_norm) > opts.clip_norm {
-            let scale = opts.clip_norm / f64::from(grad_norm);
-            for v in &vars {
-                if let Some(g) = grads.remove(v) {
-                    grads.insert(v, (g * scale)?);
-                }
-            }
-        }
-        let lr = opts.lr_at(step);
-        opt.set_learning_rate(lr);
-        opt.step(&grads)?;
-        let loss = loss.to_scalar::<f32>()?;
-        state.step += 1;
-        summary.steps += 1;
-        summary.tokens += tokens;
-        summary.losses.push(loss);
-        since_ckpt.push(loss);
-        let secs = started.elapsed().as_secs_f64();
-        on_event(TrainEvent::Step {
-            step: state.step,
-            loss,
-            lr,
-            grad_norm,
-            tokens_per_second: summary.tokens as f64 / secs.max(1e-9),
-        });
-
-        let last = state.step == opts.steps;
-        if !eval.is_empty() && (last || (opts.eval_every > 0 && state.step.is_multiple_of(opts.eval_every))) {
-            let l = eval_loss(&model, &eval, opts.batch_size, device)?;
-            state.eval_loss.push((state.step, l));
-            summary.eval_loss.push((state.step, l));
-            on_event(TrainEvent::Eval { step: state.step, loss: l });
-        }
-        if last || (opts.checkpoint_every > 0 && state.step.is_multiple_of(opts.checkpoint_every)) {
-            let mean = since_ckpt.iter().sum::<f32>() / since_ckpt.len().max(1) as f32;
-            state.train_loss.push((state.step, mean));
-            since_ckpt.clear();
-            checkpoint(dir, &varmap, &opt, cfg, tokenizer, &state)?;
-            on_event(TrainEvent::Checkpoint { step: state.step });
-        }
-    }
-    if summary.steps == 0 && !dir.is_complete() {
-        checkpoint(dir, &varmap, &opt, cfg, tokenizer, &state)?;
-    }
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
+    })
 }

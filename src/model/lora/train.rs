@@ -7,15 +7,12 @@ use crate::model::dir::{TrainState, TRAIN_STATE_FORMAT_VERSION};
 use crate::model::optim::{AdamW, AdamWParams};
 use crate::model::smollm::tokenizer_from_gguf;
 use crate::model::train::TrainEvent;
+use crate::model::train_loop::{clip, fresh_state, restore_optimizer, run, sorted_vars, split, Sets, Step, Trainee};
 use crate::model::{ModelError, TrainOptions};
 use candle_core::quantized::gguf_file;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
 use std::path::Path;
-use std::time::Instant;
 
 /// The line after the skeleton that asks for the function's other version.
 fn request(task: Task) -> &'static str {
@@ -184,32 +181,9 @@ fn optimizer_path(dir: &AdapterDir) -> std::path::PathBuf {
     dir.path.join("optimizer.safetensors")
 }
 
-fn checkpoint(
-    dir: &AdapterDir,
-    cfg: &LoraConfig,
-    varmap: &VarMap,
-    opt: &AdamW,
-    state: &TrainState,
-) -> Result<(), ModelError> {
-    dir.save_config(cfg)?;
-    let tmp = dir.path.join("adapter_model.safetensors.tmp");
-    varmap.save(&tmp)?;
-    std::fs::rename(&tmp, dir.weights_path())
-        .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
-    opt.save(&optimizer_path(dir))?;
-    let text = serde_json::to_string_pretty(state).expect("state serializes");
-    let tmp = state_path(dir).with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(|e| ModelError::Io(tmp.display().to_string(), e))?;
-    std::fs::rename(&tmp, state_path(dir)).map_err(|e| ModelError::Io(state_path(dir).display().to_string(), e))
-}
-
-/// Restore a checkpoint of the same config into `varmap`/`opt`; the saved state, if any.
-fn resume(
-    dir: &AdapterDir,
-    cfg: &LoraConfig,
-    varmap: &mut VarMap,
-    opt: &mut AdamW,
-) -> Result<Option<TrainState>, ModelError> {
+/// The saved state of a checkpoint of the same config in `dir`, with its weights loaded into
+/// `varmap`; `None` when `dir` holds no checkpoint.
+fn resume(dir: &AdapterDir, cfg: &LoraConfig, varmap: &mut VarMap) -> Result<Option<TrainState>, ModelError> {
     if !state_path(dir).is_file() || !dir.weights_path().is_file() {
         return Ok(None);
     }
@@ -223,61 +197,69 @@ fn resume(
         return Err(ModelError::Config(format!("unsupported train_state format_version {}", state.format_version)));
     }
     varmap.load(dir.weights_path())?;
-    opt.load(&optimizer_path(dir))?;
-    if opt.step_count() != state.step {
-        return Err(ModelError::Config(format!("{}: optimizer and train state disagree", dir.path.display())));
-    }
     Ok(Some(state))
 }
 
-/// One optimizer step's gradients: summed over the batch's sequences, divided by their count,
-/// clipped to the global norm. Returns (mean loss, gradient norm before clipping, tokens).
-fn accumulate(
-    model: &LoraLlama,
-    batch: &[&PromptExample],
-    vars: &[candle_core::Var],
-    clip: f64,
-    device: &Device,
-) -> Result<(f32, f32, usize, candle_core::backprop::GradStore), ModelError> {
-    let mut sum: Option<candle_core::backprop::GradStore> = None;
-    let (mut loss_sum, mut tokens) = (0f32, 0usize);
-    for ex in batch {
-        let loss = example_loss(model, ex, device)?;
-        let grads = loss.backward()?;
-        loss_sum += loss.to_scalar::<f32>()?;
-        tokens += ex.prompt.len() + ex.completion.len();
-        sum = Some(match sum {
-            None => grads,
-            Some(mut acc) => {
-                for v in vars {
-                    if let (Some(a), Some(g)) = (acc.get(v), grads.get(v)) {
-                        let total = (a + g)?;
-                        acc.insert(v, total);
+/// The adapted model of a run, with what its steps and checkpoints need.
+struct LoraRun<'a> {
+    model: LoraLlama,
+    dir: &'a AdapterDir,
+    cfg: &'a LoraConfig,
+    device: &'a Device,
+}
+
+impl Trainee for LoraRun<'_> {
+    type Example = PromptExample;
+
+    /// Gradients summed over the batch's sequences (one at a time: gradient accumulation),
+    /// divided by their count, clipped to the global norm.
+    fn step(&self, batch: &[&PromptExample], vars: &[candle_core::Var], clip_norm: f64) -> Result<Step, ModelError> {
+        let mut sum: Option<candle_core::backprop::GradStore> = None;
+        let (mut loss_sum, mut tokens) = (0f32, 0usize);
+        for ex in batch {
+            let loss = example_loss(&self.model, ex, self.device)?;
+            let grads = loss.backward()?;
+            loss_sum += loss.to_scalar::<f32>()?;
+            tokens += ex.prompt.len() + ex.completion.len();
+            sum = Some(match sum {
+                None => grads,
+                Some(mut acc) => {
+                    for v in vars {
+                        if let (Some(a), Some(g)) = (acc.get(v), grads.get(v)) {
+                            let total = (a + g)?;
+                            acc.insert(v, total);
+                        }
                     }
+                    acc
                 }
-                acc
-            }
-        });
-    }
-    let mut grads = sum.ok_or_else(|| ModelError::Data("empty batch".into()))?;
-    let n = batch.len() as f64;
-    let mut sq = 0f64;
-    for v in vars {
-        if let Some(g) = grads.remove(v) {
-            let g = (g / n)?;
-            sq += f64::from(g.sqr()?.sum_all()?.to_scalar::<f32>()?);
-            grads.insert(v, g);
+            });
         }
+        let mut grads = sum.ok_or_else(|| ModelError::Data("empty batch".into()))?;
+        let grad_norm = clip(&mut grads, vars, batch.len() as f64, clip_norm, true)?;
+        Ok(Step { loss: loss_sum / batch.len() as f32, grad_norm, tokens, grads })
     }
-    let norm = sq.sqrt();
-    if clip > 0.0 && norm > clip {
-        for v in vars {
-            if let Some(g) = grads.remove(v) {
-                grads.insert(v, (g * (clip / norm))?);
-            }
-        }
+
+    fn eval_loss(&self, eval: &[&PromptExample]) -> Result<f32, ModelError> {
+        eval_loss(&self.model, eval, self.device)
     }
-    Ok((loss_sum / batch.len() as f32, norm as f32, tokens, grads))
+
+    fn checkpoint(&self, varmap: &VarMap, opt: &AdamW, state: &TrainState) -> Result<(), ModelError> {
+        let dir = self.dir;
+        dir.save_config(self.cfg)?;
+        let tmp = dir.path.join("adapter_model.safetensors.tmp");
+        varmap.save(&tmp)?;
+        std::fs::rename(&tmp, dir.weights_path())
+            .map_err(|e| ModelError::Io(dir.weights_path().display().to_string(), e))?;
+        opt.save(&optimizer_path(dir))?;
+        let text = serde_json::to_string_pretty(state).expect("state serializes");
+        let tmp = state_path(dir).with_extension("tmp");
+        std::fs::write(&tmp, text).map_err(|e| ModelError::Io(tmp.display().to_string(), e))?;
+        std::fs::rename(&tmp, state_path(dir)).map_err(|e| ModelError::Io(state_path(dir).display().to_string(), e))
+    }
+
+    fn has_weights(&self) -> bool {
+        self.dir.weights_path().is_file()
+    }
 }
 
 /// Train (or resume) LoRA adapters on `examples` (`{source: skeleton, target: function}`)
@@ -336,95 +318,38 @@ fn train_encoded(
     if encoded.is_empty() {
         return Err(ModelError::Data(format!("no usable training example ({skipped} too long or empty)")));
     }
-    let mut order: Vec<usize> = (0..encoded.len()).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(sched.seed));
-    let n_eval = if encoded.len() < 4 {
-        0
-    } else {
-        ((encoded.len() as f64 * sched.eval_fraction).ceil() as usize).clamp(1, encoded.len() / 2)
-    };
-    let eval: Vec<&PromptExample> = order[..n_eval].iter().map(|&i| &encoded[i]).collect();
-    let train_set: Vec<&PromptExample> = order[n_eval..].iter().map(|&i| &encoded[i]).collect();
-
+    let (eval, train) = split(&encoded, sched);
     let mut varmap = VarMap::new();
     let vb = crate::model::t5::seeded_var_builder(&varmap, sched.seed, DType::F32, device);
     let model = LoraLlama::new(ct, file, cfg, &vb)?;
     drop(vb);
     let params = AdamWParams { lr: sched.lr_at(0), weight_decay: sched.weight_decay, ..AdamWParams::default() };
     let mut opt = AdamW::new(&varmap, params)?;
-    let mut state = match resume(dir, cfg, &mut varmap, &mut opt)? {
-        Some(state) => {
-            on_event(TrainEvent::Resumed { step: state.step, optimizer_restored: true });
-            state
+    let mut state = fresh_state(sched.steps);
+    if let Some(saved) = resume(dir, cfg, &mut varmap)? {
+        state = saved;
+        let restored = restore_optimizer(&varmap, params, &optimizer_path(dir), state.step)?;
+        let optimizer_restored = restored.is_some();
+        if let Some(restored) = restored {
+            opt = restored;
         }
-        None => TrainState {
-            format_version: TRAIN_STATE_FORMAT_VERSION,
-            step: 0,
-            total_steps: sched.steps,
-            train_loss: Vec::new(),
-            eval_loss: Vec::new(),
-        },
-    };
-    state.total_steps = sched.steps;
-    let vars = sorted_vars(&varmap);
-    let mut summary = LoraTrainSummary {
-        start_step: state.step,
-        steps: 0,
-        examples: train_set.len(),
+        on_event(TrainEvent::Resumed { step: state.step, optimizer_restored });
+    }
+    let (start_step, examples, eval_examples) = (state.step, train.len(), eval.len());
+    let trainee = LoraRun { model, dir, cfg, device };
+    let ran = run(&trainee, &Sets { eval, train }, (&varmap, &mut opt), &mut state, sched, on_event)?;
+    Ok(LoraTrainSummary {
+        start_step,
+        steps: ran.steps,
+        examples,
         skipped,
-        eval_examples: eval.len(),
-        losses: Vec::new(),
-        eval_loss: Vec::new(),
-        tokens: 0,
-        seconds: 0.0,
-        parameters: vars.iter().map(|v| v.elem_count()).sum(),
-    };
-    let started = Instant::now();
-    let mut since_ckpt = Vec::new();
-    while state.step < sched.steps {
-        let step = state.step;
-        let mut rng =
-            StdRng::seed_from_u64(sched.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(step as u64 + 1));
-        let batch: Vec<&PromptExample> =
-            (0..sched.batch_size.max(1)).map(|_| train_set[rng.random_range(0..train_set.len())]).collect();
-        let (loss, grad_norm, tokens, grads) = accumulate(&model, &batch, &vars, sched.clip_norm, device)?;
-        let lr = sched.lr_at(step);
-        opt.set_learning_rate(lr);
-        opt.step(&grads)?;
-        state.step += 1;
-        summary.steps += 1;
-        summary.tokens += tokens;
-        summary.losses.push(loss);
-        since_ckpt.push(loss);
-        let tokens_per_second = summary.tokens as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        on_event(TrainEvent::Step { step: state.step, loss, lr, grad_norm, tokens_per_second });
-        let last = state.step == sched.steps;
-        if !eval.is_empty() && (last || (sched.eval_every > 0 && state.step.is_multiple_of(sched.eval_every))) {
-            let l = eval_loss(&model, &eval, device)?;
-            state.eval_loss.push((state.step, l));
-            summary.eval_loss.push((state.step, l));
-            on_event(TrainEvent::Eval { step: state.step, loss: l });
-        }
-        if last || (sched.checkpoint_every > 0 && state.step.is_multiple_of(sched.checkpoint_every)) {
-            state.train_loss.push((state.step, since_ckpt.iter().sum::<f32>() / since_ckpt.len().max(1) as f32));
-            since_ckpt.clear();
-            checkpoint(dir, cfg, &varmap, &opt, &state)?;
-            on_event(TrainEvent::Checkpoint { step: state.step });
-        }
-    }
-    if summary.steps == 0 && !dir.weights_path().is_file() {
-        checkpoint(dir, cfg, &varmap, &opt, &state)?;
-    }
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
-}
-
-/// The trainable variables in name order (a fixed order keeps clipping reproducible).
-fn sorted_vars(varmap: &VarMap) -> Vec<candle_core::Var> {
-    let data = varmap.data().lock().expect("varmap lock");
-    let mut named: Vec<(&String, &candle_core::Var)> = data.iter().collect();
-    named.sort_by(|a, b| a.0.cmp(b.0));
-    named.into_iter().map(|(_, v)| v.clone()).collect()
+        eval_examples,
+        losses: ran.losses,
+        eval_loss: ran.eval_loss,
+        tokens: ran.tokens,
+        seconds: ran.seconds,
+        parameters: sorted_vars(&varmap).iter().map(|v| v.elem_count()).sum(),
+    })
 }
 
 /// Per-token cross-entropy of `examples`' completions under the base model with the adapter
