@@ -2,7 +2,6 @@
 
 use super::dir::{TrainState, TRAIN_STATE_FORMAT_VERSION};
 use super::optim::{AdamW, AdamWParams};
-use super::train::{TrainEvent, TrainOptions};
 use super::ModelError;
 use candle_core::backprop::GradStore;
 use candle_core::Var;
@@ -12,6 +11,86 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use std::time::Instant;
+
+/// Hyper-parameters of a training run.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// Total optimizer steps (a resumed run continues up to this count).
+    pub steps: usize,
+    pub batch_size: usize,
+    pub learning_rate: f64,
+    pub warmup_steps: usize,
+    /// The cosine decays to `learning_rate * min_lr_ratio`.
+    pub min_lr_ratio: f64,
+    pub weight_decay: f64,
+    /// Global gradient-norm limit.
+    pub clip_norm: f64,
+    /// Held-out loss every this many steps (and at the end); 0 = only at the end.
+    pub eval_every: usize,
+    /// Checkpoint every this many steps (and at the end); 0 = only at the end.
+    pub checkpoint_every: usize,
+    /// Share of the examples held out for the eval loss (none when fewer than 4 examples).
+    pub eval_fraction: f64,
+    /// Seeds the initial weights, the train/eval split and the batches (batch `k` depends
+    /// only on seed and `k`).
+    pub seed: u64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            steps: 1000,
+            batch_size: 16,
+            learning_rate: 1e-3,
+            warmup_steps: 100,
+            min_lr_ratio: 0.1,
+            weight_decay: 0.01,
+            clip_norm: 1.0,
+            eval_every: 200,
+            checkpoint_every: 500,
+            eval_fraction: 0.05,
+            seed: 0,
+        }
+    }
+}
+
+impl TrainOptions {
+    /// Learning rate for 0-based `step`.
+    #[must_use]
+    pub fn lr_at(&self, step: usize) -> f64 {
+        if step < self.warmup_steps {
+            return self.learning_rate * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let span = self.steps.saturating_sub(self.warmup_steps).max(1) as f64;
+        let p = ((step - self.warmup_steps) as f64 / span).min(1.0);
+        let min = self.learning_rate * self.min_lr_ratio;
+        min + (self.learning_rate - min) * 0.5 * (1.0 + (std::f64::consts::PI * p).cos())
+    }
+}
+
+/// Progress reports.
+#[derive(Debug, Clone)]
+pub enum TrainEvent {
+    /// A checkpoint was resumed; `optimizer_restored` says whether the AdamW moments were too.
+    Resumed {
+        step: usize,
+        optimizer_restored: bool,
+    },
+    Step {
+        step: usize,
+        loss: f32,
+        lr: f64,
+        grad_norm: f32,
+        tokens_per_second: f64,
+    },
+    Eval {
+        step: usize,
+        loss: f32,
+    },
+    Checkpoint {
+        step: usize,
+    },
+}
 
 /// One optimizer step's gradients, already clipped to the global norm.
 pub(crate) struct Step {
