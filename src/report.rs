@@ -15,6 +15,10 @@ pub struct FixReport {
     pub repo: String,
     pub python: String,
     pub patch: Option<PatchReport>,
+    /// A confirmed plausible patch not reported as the fix because it shows an anti-pattern
+    /// (`status` = `suggested`; `fix --accept-overfit` reports it as the fix).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<PatchReport>,
     pub baseline: BaselineReport,
     /// The regression guard: the baseline-passing tests a patch must keep passing.
     pub guard: GuardReport,
@@ -171,7 +175,7 @@ fn ranking_report(outcome: &FixOutcome) -> Option<RankingReport> {
                 overfit: overfit_names(outcome, c.id),
                 likelihood: n.map(LikelihoodReport::new),
                 rank_key: crate::repair::choose::rank::combined(c.score, n),
-                chosen: outcome.best() == Some(c.id),
+                chosen: outcome.chosen_candidate().map(|b| b.id) == Some(c.id),
             }
         })
         .collect();
@@ -421,10 +425,11 @@ impl FixReport {
     pub fn new(outcome: &FixOutcome, repo: &str) -> FixReport {
         let status = match outcome.status {
             FixStatus::Fixed { .. } => "fixed",
+            FixStatus::Suggested { .. } => "suggested",
             FixStatus::NotFixed => "not-fixed",
             FixStatus::NothingToFix => "nothing-to-fix",
         };
-        let patch = outcome.best_candidate().map(|c| PatchReport {
+        let chosen = outcome.chosen_candidate().map(|c| PatchReport {
             file: c.patch.file.clone(),
             line: c.line,
             source: c.source.name(),
@@ -434,6 +439,10 @@ impl FixReport {
             overfit: overfit_names(outcome, c.id),
             likelihood: outcome.ranking.as_ref().and_then(|r| r.scores.get(&c.id)).map(LikelihoodReport::new),
         });
+        let (patch, suggestion) = match outcome.status {
+            FixStatus::Suggested { .. } => (None, chosen),
+            _ => (chosen, None),
+        };
         let failing = outcome
             .baseline
             .failing()
@@ -458,6 +467,7 @@ impl FixReport {
             repo: repo.to_string(),
             python: outcome.python.display().to_string(),
             patch,
+            suggestion,
             baseline: BaselineReport {
                 tests: outcome.baseline.tests.len(),
                 failing,

@@ -38,6 +38,11 @@ pub struct FixArgs {
     /// Write the patch into the repository.
     #[arg(long)]
     apply: bool,
+    /// Report a patch that shows an anti-pattern (it may fit the tests rather than fix the bug:
+    /// a constant return, a deleted exit, code the tests no longer run, ...) as the fix (exit 0)
+    /// instead of a suggestion (exit 3, the diff on stderr, never applied).
+    #[arg(long)]
+    accept_overfit: bool,
     /// Print a JSON report on stdout instead of the diff.
     #[arg(long)]
     json: bool,
@@ -154,6 +159,7 @@ fn fix_options(args: &FixArgs) -> anyhow::Result<Result<FixOptions, ExitCode>> {
             Engine::Subprocess => EngineChoice::Subprocess,
         },
         exclude,
+        accept_overfit: args.accept_overfit,
         ..FixOptions::new(args.repo.clone(), args.timeout, sources)
     }))
 }
@@ -210,16 +216,37 @@ fn seconds_left(deadline: Option<std::time::Instant>) -> f64 {
     deadline.map_or(0.0, |d| d.saturating_duration_since(std::time::Instant::now()).as_secs_f64())
 }
 
-/// `--out DIR`: report.json and, when there is a patch, fix.diff.
+/// `--out DIR`: report.json and, when there is a patch, fix.diff (suggestion.diff for a
+/// suggestion).
 fn write_out(args: &FixArgs, outcome: &FixOutcome, report: &FixReport) -> anyhow::Result<()> {
     let Some(dir) = &args.out else { return Ok(()) };
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(report)?)
         .context("failed to write report.json")?;
     if let Some(diff) = &outcome.diff {
-        std::fs::write(dir.join("fix.diff"), diff).context("failed to write fix.diff")?;
+        let name = if matches!(outcome.status, FixStatus::Suggested { .. }) { "suggestion.diff" } else { "fix.diff" };
+        std::fs::write(dir.join(name), diff).with_context(|| format!("failed to write {name}"))?;
     }
     Ok(())
+}
+
+/// A suggestion on stderr, diff included (stdout stays empty: a script that applies what
+/// `fix` prints applies only fixes).
+fn print_suggestion(args: &FixArgs, outcome: &FixOutcome) {
+    let Some(chosen) = outcome.chosen_candidate() else { return };
+    let names: Vec<&str> = outcome.chosen_overfit().iter().map(|a| a.name()).collect();
+    eprintln!(
+        "no patch trusted as a fix: the only plausible patch found, in {}:{} ({}: {}), may fit the tests rather than fix the bug ({}); review it, or pass --accept-overfit to report such a patch as the fix",
+        chosen.patch.file,
+        chosen.line,
+        chosen.source.name(),
+        chosen.description,
+        names.join(", ")
+    );
+    eprint!("{}", outcome.diff.as_deref().unwrap_or_default());
+    if args.apply {
+        eprintln!("--apply: a suggestion is not applied");
+    }
 }
 
 /// The diff on stdout (unless `--json`), the summary on stderr, `--apply`, and the exit code.
@@ -235,6 +262,10 @@ fn summarize(args: &FixArgs, outcome: &FixOutcome, report: &FixReport) -> anyhow
                 );
             }
             Ok(ExitCode::NothingToFix)
+        }
+        FixStatus::Suggested { .. } => {
+            print_suggestion(args, outcome);
+            Ok(ExitCode::NotFixed)
         }
         FixStatus::NotFixed => {
             eprintln!(

@@ -318,7 +318,7 @@ pub fn evaluate_program(options: &EvalOptions, name: &str) -> ProgramResult {
         candidates_generated: outcome.candidates.len(),
         candidates_tried: outcome.validated.len(),
         patch: None,
-        diff: outcome.diff.clone(),
+        diff: outcome.best_candidate().and(outcome.diff.clone()),
         check: None,
         reason: String::new(),
     };

@@ -245,6 +245,7 @@ impl FixOptions {
             lm: sources.lm,
             templates: sources.templates,
             exclude: crate::exclude::Exclude::default(),
+            accept_overfit: false,
         }
     }
 }

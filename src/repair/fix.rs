@@ -60,6 +60,9 @@ pub struct FixOptions {
     pub templates: Option<Arc<Templates>>,
     /// Files and functions no candidate may edit.
     pub exclude: crate::exclude::Exclude,
+    /// Report a confirmed patch with an anti-pattern as a fix; by default it is only
+    /// suggested ([`FixStatus::Suggested`]).
+    pub accept_overfit: bool,
 }
 
 /// Likelihood ranking of plausible patches (`fix --rank smollm`, or `auto` when the model is
@@ -199,6 +202,10 @@ fn tail_hint(tail: &str) -> String {
 pub enum FixStatus {
     /// A plausible patch was found and confirmed: `best`.
     Fixed { best: CandidateId },
+    /// The only confirmed plausible patch shows an anti-pattern ([`overfit`]): it may fit the
+    /// tests rather than fix the bug, so it is offered as a suggestion, not reported as a fix
+    /// (unless [`FixOptions::accept_overfit`]).
+    Suggested { best: CandidateId },
     /// Candidates were tried, none passed every test.
     NotFixed,
     /// Every test already passes.
@@ -231,7 +238,7 @@ pub struct FixOutcome {
     pub sources: Vec<(SourceKind, SourceStats)>,
     /// Validation results, by candidate id.
     pub validated: Vec<Validated>,
-    /// `git apply`-able diff of the chosen patch.
+    /// `git apply`-able diff of the chosen patch (the fix, or the suggestion).
     pub diff: Option<String>,
     /// The diff of every plausible candidate (the chosen one and its alternatives), by id.
     pub plausible_diffs: HashMap<CandidateId, String>,
@@ -267,11 +274,37 @@ pub struct Ranking {
 }
 
 impl FixOutcome {
+    /// The patch reported as the fix.
     #[must_use]
     pub fn best_candidate(&self) -> Option<&Candidate> {
         match self.status {
             FixStatus::Fixed { best } => Some(&self.candidates[best.0]),
             _ => None,
+        }
+    }
+
+    /// The patch the search chose: the fix, or the suggestion that was not trusted as one.
+    #[must_use]
+    pub fn chosen_candidate(&self) -> Option<&Candidate> {
+        match self.status {
+            FixStatus::Fixed { best } | FixStatus::Suggested { best } => Some(&self.candidates[best.0]),
+            _ => None,
+        }
+    }
+
+    /// The anti-patterns of the chosen patch (empty: none, or no patch).
+    #[must_use]
+    pub fn chosen_overfit(&self) -> &[AntiPattern] {
+        self.chosen_candidate().and_then(|c| self.overfit.get(&c.id)).map_or(&[], Vec::as_slice)
+    }
+
+    /// A fix with an anti-pattern becomes a suggestion: on the legacy real-bug suite almost
+    /// every such patch failed the developer's hidden tests (datasets/legacy/README.md).
+    fn distrust_overfit(&mut self) {
+        if let FixStatus::Fixed { best } = self.status {
+            if !self.chosen_overfit().is_empty() {
+                self.status = FixStatus::Suggested { best };
+            }
         }
     }
 
@@ -369,6 +402,9 @@ pub fn fix(options: &FixOptions, on_event: &(dyn Fn(FixEvent) + Sync)) -> Result
     outcome.warnings.extend(learned.warnings());
     outcome.guard = GuardSummary::new(&learned, searched.guarded);
     outcome.absorb_search(searched, &project, start);
+    if !options.accept_overfit {
+        outcome.distrust_overfit();
+    }
     if outcome.best().is_some() && outcome.guard.thin() {
         outcome.warnings.push("the regression guard is thin: only the failing tests checked the patch (no other test of the suite passed before the change); review it with care".into());
     }
@@ -813,7 +849,7 @@ impl FixOutcome {
             .filter(|v| v.outcome.is_plausible())
             .map(|v| (v.candidate_id, diff(search.candidate(v.candidate_id))))
             .collect();
-        self.diff = self.best_candidate().map(diff);
+        self.diff = self.chosen_candidate().map(diff);
         self.elapsed = elapsed;
     }
 }
@@ -1090,35 +1126,20 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             return Ok(());
         };
         let search = self.search.lock().expect("search lock");
-        let unscored: Vec<&Candidate> = search
-            .plausible()
-            .into_iter()
-            .filter(|id| !ranking.scores.contains_key(id))
-            .map(|id| search.candidate(id))
-            .collect();
-        if unscored.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= self.last_call {
-            // Scoring must not eat the confirmation reserve: rank by operator score alone.
-            push_note(
+        let plausible: Vec<&Candidate> = search.plausible().into_iter().map(|id| search.candidate(id)).collect();
+        let on_start = |count| on_event(FixEvent::Ranking { count });
+        match score_new(ranker, ranking, (self.project, &plausible), self.last_call, &on_start) {
+            Scored::Nothing => {}
+            Scored::OutOfTime => push_note(
+                // Scoring must not eat the confirmation reserve: rank by operator score alone.
                 &self.notes,
                 "SmolLM2 ranking skipped for lack of time: plausible patches ranked by operator score".into(),
-            );
-            return Ok(());
-        }
-        on_event(FixEvent::Ranking { count: unscored.len() });
-        match ranking.stats.run(ranker, self.project, &unscored, self.last_call) {
-            Ok(scores) => {
-                ranking.scores.extend(scores);
-                if ranking.stats.out_of_time > 0 {
-                    push_note(
-                        &self.notes,
-                        "SmolLM2 left some plausible patches unscored to keep within --timeout".into(),
-                    );
-                }
+            ),
+            Scored::Done if ranking.stats.out_of_time > 0 => {
+                push_note(&self.notes, "SmolLM2 left some plausible patches unscored to keep within --timeout".into())
             }
-            Err(err) if !rank_options.required => {
+            Scored::Done => {}
+            Scored::Failed(err) if !rank_options.required => {
                 // Every plausible patch is ranked the same way: by operator score.
                 ranking.scores.clear();
                 self.ranker = None;
@@ -1127,7 +1148,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                     format!("SmolLM2 ranking failed ({err}): plausible patches ranked by operator score"),
                 );
             }
-            Err(err) => return Err(FixError::Ranker(err)),
+            Scored::Failed(err) => return Err(FixError::Ranker(err)),
         }
         Ok(())
     }
@@ -1137,16 +1158,8 @@ impl<'r, 'p> SearchRun<'r, 'p> {
     /// same reserve; true when it turns out [`rank::unnatural`].
     fn score_chosen(&mut self, candidate: &Candidate) -> bool {
         let (Some(ranker), Some(ranking)) = (self.ranker.as_mut(), self.ranking.as_mut()) else { return false };
-        if ranking.scores.contains_key(&candidate.id) || Instant::now() >= self.last_call {
-            return false;
-        }
-        match ranking.stats.run(ranker, self.project, &[candidate], self.last_call) {
-            Ok(scores) => {
-                ranking.scores.extend(scores);
-                rank::unnatural(ranking.scores.get(&candidate.id))
-            }
-            Err(_) => false,
-        }
+        let scored = score_new(ranker, ranking, (self.project, &[candidate]), self.last_call, &|_| {});
+        matches!(scored, Scored::Done) && rank::unnatural(ranking.scores.get(&candidate.id))
     }
 
     /// Confirm plausible patches best first; returns the confirmed one, and whether any was
@@ -1311,6 +1324,44 @@ fn imports_module(text: &str, words: &[String]) -> bool {
         .any(|l| l.contains(&dotted) || l.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == last))
 }
 
+/// What scoring plausible patches with SmolLM2 came to.
+enum Scored {
+    /// Every one was scored already.
+    Nothing,
+    /// The last moment for a model call had passed.
+    OutOfTime,
+    /// Scored (within the time left; see `RankStats::out_of_time`).
+    Done,
+    Failed(crate::model::ModelError),
+}
+
+/// Score those of `candidates` that `ranking` has no score for yet, before `last_call`
+/// (`on_start` hears how many); their scores join `ranking.scores`.
+fn score_new(
+    ranker: &mut Ranker,
+    ranking: &mut Ranking,
+    (project, candidates): (&Project, &[&Candidate]),
+    last_call: Instant,
+    on_start: &dyn Fn(usize),
+) -> Scored {
+    let unscored: Vec<&Candidate> =
+        candidates.iter().copied().filter(|c| !ranking.scores.contains_key(&c.id)).collect();
+    if unscored.is_empty() {
+        return Scored::Nothing;
+    }
+    if Instant::now() >= last_call {
+        return Scored::OutOfTime;
+    }
+    on_start(unscored.len());
+    match ranking.stats.run(ranker, project, &unscored, last_call) {
+        Ok(scores) => {
+            ranking.scores.extend(scores);
+            Scored::Done
+        }
+        Err(err) => Scored::Failed(err),
+    }
+}
+
 fn push_note(notes: &Mutex<Vec<String>>, note: String) {
     let mut notes = notes.lock().expect("notes lock");
     if !notes.contains(&note) {
@@ -1403,6 +1454,27 @@ mod tests {
         assert_eq!(choose_best(vec![&overfit, &bigger, &plain], &demoted, &key), Some(CandidateId(2)));
         assert_eq!(choose_best(vec![&overfit, &bigger], &demoted, &key), Some(CandidateId(1)));
         assert_eq!(choose_best(vec![&overfit], &demoted, &key), Some(CandidateId(0)), "still reported when alone");
+    }
+
+    #[test]
+    fn a_fix_with_an_anti_pattern_is_only_suggested() {
+        use super::{AntiPattern, FixOutcome, FixStatus};
+        use crate::process::Exit;
+        use crate::pytest::Session;
+        use std::sync::Arc;
+        let session = Session::empty(Exit::Success, std::time::Duration::ZERO);
+        let mut outcome = FixOutcome::new("python3".into(), session, std::time::Duration::ZERO, Vec::new());
+        outcome.candidates = vec![Arc::new(candidate(0, 0.5))];
+        outcome.status = FixStatus::Fixed { best: CandidateId(0) };
+        outcome.overfit.insert(CandidateId(0), Vec::new());
+        outcome.distrust_overfit();
+        assert_eq!(outcome.status, FixStatus::Fixed { best: CandidateId(0) }, "no anti-pattern: a fix");
+        outcome.overfit.insert(CandidateId(0), vec![AntiPattern::ConstantReturn]);
+        outcome.distrust_overfit();
+        assert_eq!(outcome.status, FixStatus::Suggested { best: CandidateId(0) });
+        assert!(outcome.best_candidate().is_none(), "a suggestion is not the fix");
+        assert_eq!(outcome.chosen_candidate().map(|c| c.id), Some(CandidateId(0)));
+        assert_eq!(outcome.chosen_overfit(), [AntiPattern::ConstantReturn]);
     }
 
     #[test]
