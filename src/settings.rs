@@ -13,6 +13,8 @@ pub struct FileSettings {
     /// pytest selectors naming the failing tests to fix.
     pub tests: Option<Vec<String>>,
     pub tests_only: Option<bool>,
+    /// Report a patch with an anti-pattern as the fix instead of a suggestion.
+    pub accept_overfit: Option<bool>,
     /// Per-test limit during the baseline run.
     pub test_timeout: Option<Duration>,
     pub jobs: Option<usize>,

@@ -12,10 +12,11 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The keys, in the order `--show-settings` prints them, with their flag's argument id.
-const KEYS: [(&str, &str); 18] = [
+const KEYS: [(&str, &str); 19] = [
     ("timeout", "timeout"),
     ("tests", "tests"),
     ("tests-only", "tests_only"),
+    ("accept-overfit", "accept_overfit"),
     ("test-timeout", "test_timeout"),
     ("jobs", "jobs"),
     ("python", "python"),
@@ -74,6 +75,9 @@ fn apply(
     }
     if let (true, Some(v)) = (take("tests-only", file.tests_only.is_some()), file.tests_only) {
         out.tests_only = v;
+    }
+    if let (true, Some(v)) = (take("accept-overfit", file.accept_overfit.is_some()), file.accept_overfit) {
+        out.accept_overfit = v;
     }
     if let (true, Some(v)) = (take("test-timeout", file.test_timeout.is_some()), file.test_timeout) {
         out.test_timeout = v.0;
@@ -157,6 +161,7 @@ fn show(args: &FixArgs, origins: &BTreeMap<&str, Origin>, layers: &[(Origin, Fil
         ("timeout", secs(args.timeout)),
         ("tests", list(&args.tests)),
         ("tests-only", args.tests_only.to_string()),
+        ("accept-overfit", args.accept_overfit.to_string()),
         ("test-timeout", secs(args.test_timeout)),
         ("jobs", args.jobs.map_or_else(|| "(number of CPUs)".into(), |j| j.to_string())),
         ("python", path(&args.python, "the project's .venv, else python3")),
