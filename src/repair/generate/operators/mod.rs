@@ -76,6 +76,9 @@ pub enum Operator {
     YieldFrom,
     /// An element of a list, tuple or set display removed (`(a, b, c)` → `(a, c)`).
     DropElement,
+    /// An element added to a list, tuple or set display whose elements share a shape: another
+    /// attribute of their receiver (`sql.X`), name or string constant of the file.
+    AddElement,
     /// A missing guard clause inserted before a statement: `if not x: return` (`continue` in a
     /// loop) for a name the statement reads.
     GuardClause,
@@ -107,12 +110,13 @@ impl Operator {
             Operator::ExceptionType => 0.4,
             Operator::YieldFrom => 0.4,
             Operator::DropElement => 0.3,
+            Operator::AddElement => 0.3,
             Operator::GuardClause => 0.3,
         }
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 23] = [
+    pub const ALL: [Operator; 24] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -135,6 +139,7 @@ impl Operator {
         Operator::ExceptionType,
         Operator::YieldFrom,
         Operator::DropElement,
+        Operator::AddElement,
         Operator::GuardClause,
     ];
 
@@ -163,6 +168,7 @@ impl Operator {
             Operator::ExceptionType => "exception-type",
             Operator::YieldFrom => "yield-from",
             Operator::DropElement => "drop-element",
+            Operator::AddElement => "add-element",
             Operator::GuardClause => "guard-clause",
         }
     }
@@ -254,7 +260,8 @@ fn rules_for(kind: &str) -> &'static [Rule] {
         }
         "identifier" => &[names::variable_misuse, names::undefined_name],
         "true" | "false" | "none" => &[literal::constant],
-        "list" | "dictionary" | "tuple" | "set" => &[literal::empty_container],
+        "list" | "tuple" | "set" => &[literal::empty_container, elements::add_element],
+        "dictionary" => &[literal::empty_container],
         "string" => &[literal::string],
         "attribute" => &[names::attribute_misuse],
         "except_clause" => &[exceptions::exception_type],
