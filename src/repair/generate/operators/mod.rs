@@ -76,6 +76,9 @@ pub enum Operator {
     YieldFrom,
     /// An element of a list, tuple or set display removed (`(a, b, c)` → `(a, c)`).
     DropElement,
+    /// `name=self.name` added to a call in a method, for an `__init__` parameter the class
+    /// stores under its own name: an option of the object the call forgot to pass on.
+    ForwardOption,
     /// An element added to a list, tuple or set display whose elements share a shape: another
     /// attribute of their receiver (`sql.X`), name or string constant of the file.
     AddElement,
@@ -111,12 +114,13 @@ impl Operator {
             Operator::YieldFrom => 0.4,
             Operator::DropElement => 0.3,
             Operator::AddElement => 0.3,
+            Operator::ForwardOption => 0.3,
             Operator::GuardClause => 0.3,
         }
     }
 
     /// Every operator, in declaration order.
-    pub const ALL: [Operator; 24] = [
+    pub const ALL: [Operator; 25] = [
         Operator::Comparison,
         Operator::Arithmetic,
         Operator::Boolean,
@@ -140,6 +144,7 @@ impl Operator {
         Operator::YieldFrom,
         Operator::DropElement,
         Operator::AddElement,
+        Operator::ForwardOption,
         Operator::GuardClause,
     ];
 
@@ -169,6 +174,7 @@ impl Operator {
             Operator::YieldFrom => "yield-from",
             Operator::DropElement => "drop-element",
             Operator::AddElement => "add-element",
+            Operator::ForwardOption => "forward-option",
             Operator::GuardClause => "guard-clause",
         }
     }
@@ -255,9 +261,13 @@ fn rules_for(kind: &str) -> &'static [Rule] {
         "if_statement" | "while_statement" | "elif_clause" => &[negation::negate_condition],
         "integer" => &[off_by_one::constant],
         "subscript" => &[off_by_one::indices],
-        "call" => {
-            &[comparison::dual_builtins, off_by_one::range_arguments, arguments::swap_arguments, wrap::unwrap_call]
-        }
+        "call" => &[
+            comparison::dual_builtins,
+            off_by_one::range_arguments,
+            arguments::swap_arguments,
+            wrap::unwrap_call,
+            arguments::forward_option,
+        ],
         "identifier" => &[names::variable_misuse, names::undefined_name],
         "true" | "false" | "none" => &[literal::constant],
         "list" | "tuple" | "set" => &[literal::empty_container, elements::add_element],
