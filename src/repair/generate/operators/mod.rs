@@ -273,7 +273,7 @@ fn rules_for(kind: &str) -> &'static [Rule] {
         "list" | "tuple" | "set" => &[literal::empty_container, elements::add_element],
         "dictionary" => &[literal::empty_container],
         "string" => &[literal::string],
-        "attribute" => &[names::attribute_misuse],
+        "attribute" => &[names::attribute_misuse, names::receiver_misuse],
         "except_clause" => &[exceptions::exception_type],
         "yield" => &[yields::yield_from],
         _ => &[],

@@ -1,8 +1,9 @@
-//! Names: another variable of the scope, a defined name for an undefined one, another attribute of the file.
+//! Names: another variable of the scope, a defined name for an undefined one, the object's own attribute for a module's, another attribute of the file.
 
 use super::scope_names;
 use super::tree::{enclosing_class, enclosing_function, field_of, is_free_load};
 use super::{edit_distance, Family, Generator, Operator};
+use crate::patch::Edit;
 use crate::python::builtins::{is_builtin, BUILTINS, SITE_BUILTINS};
 use crate::python::Parsed;
 use std::collections::BTreeSet;
@@ -161,6 +162,64 @@ pub(super) fn attribute_misuse(g: &mut Generator<'_>, node: Node<'_>) {
     }
 }
 
+/// `mod.f` → `self.f` in a method, for a module-level name `mod` when the class uses
+/// `self.f` too (the object's own `dumps` in place of `json.dumps`): every `mod.f` of the
+/// statement at once, so both sides of `json.dumps(a) == json.dumps(b)` change together.
+pub(super) fn receiver_misuse(g: &mut Generator<'_>, node: Node<'_>) {
+    let (Some(object), Some(attr)) = (node.child_by_field_name("object"), node.child_by_field_name("attribute")) else {
+        return;
+    };
+    let (module, name) = (g.text(object).to_string(), g.text(attr).to_string());
+    if object.kind() != "identifier" || module == "self" || !g.scope.module_names.contains(&module) {
+        return;
+    }
+    let Some(class) = enclosing_class(node) else { return };
+    let in_body = enclosing_function(node)
+        .and_then(|f| f.child_by_field_name("body"))
+        .is_some_and(|b| b.byte_range().contains(&node.start_byte()));
+    if !in_body || !attributes_on(g.parsed, class, "self").contains(&name) {
+        return;
+    }
+    let target = format!("{module}.{name}");
+    let mut same: Vec<Node<'_>> = Vec::new();
+    let mut stack = vec![statement_of(node)];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "attribute" && g.text(n) == target {
+            same.push(n);
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    same.sort_by_key(Node::start_byte);
+    // Proposed once per statement, at its first `mod.f`.
+    let (Some(first), Some(last)) = (same.first(), same.last()) else { return };
+    if first.id() != node.id() {
+        return;
+    }
+    let text = g.parsed.text();
+    let mut content = String::new();
+    let mut at = first.start_byte();
+    for n in &same {
+        content.push_str(&text[at..n.start_byte()]);
+        content.push_str(&format!("self.{name}"));
+        at = n.end_byte();
+    }
+    let edit = Edit::replacement(first.start_byte()..last.end_byte(), content);
+    g.add(Operator::VariableMisuse, edit, format!("`{target}` → `self.{name}`"));
+}
+
+/// The simple statement (or clause header) that holds `node`.
+fn statement_of(node: Node<'_>) -> Node<'_> {
+    let mut current = node;
+    while let Some(parent) = current.parent() {
+        if super::tree::is_statement(current.kind()) || matches!(parent.kind(), "block" | "module") {
+            return current;
+        }
+        current = parent;
+    }
+    current
+}
+
 /// Attribute names used on `receiver` (`self.name`) anywhere under `region`.
 fn attributes_on(parsed: &Parsed, region: Node<'_>, receiver: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -262,5 +321,16 @@ mod tests {
         assert!(v.len() <= 2 * MAX_ATTRIBUTE_ALTERNATIVES, "{}", v.len());
         // The receiver's own attributes are kept before 40 others: width → height.
         assert!(v.iter().any(|p| p.contains("self.height * self.hieght")), "{v:#?}");
+    }
+
+    #[test]
+    fn a_module_function_becomes_the_objects_own_in_the_whole_statement() {
+        let src = "import json\n\nclass Builder:\n    def __init__(self, dumps=json.dumps):\n        self.dumps = dumps\n\n    def same(self, a, b):\n        return json.dumps(a) == json.dumps(b)\n";
+        let v = variants(src, 8, Operator::VariableMisuse);
+        assert!(v.contains(&"return self.dumps(a) == self.dumps(b)".to_string()), "{v:#?}");
+        assert_eq!(v.iter().filter(|p| p.contains("self.dumps")).count(), 1, "once per statement: {v:#?}");
+        // Outside a class, or where the class never uses `self.loads`: nothing.
+        let plain = "import json\n\ndef same(a, b):\n    return json.loads(a) == json.loads(b)\n";
+        assert!(!variants(plain, 4, Operator::VariableMisuse).iter().any(|p| p.contains("self.")));
     }
 }
