@@ -490,6 +490,11 @@ impl FixOutcome {
             patterns.sort();
             patterns.dedup();
         }
+        let plausible: Vec<&Candidate> = (self.validated.iter())
+            .filter(|v| v.outcome.is_plausible())
+            .map(|v| self.candidates[v.candidate_id.0].as_ref())
+            .collect();
+        overfit::inherit(project, &plausible, &mut self.overfit);
     }
 }
 
@@ -889,6 +894,8 @@ struct SearchRun<'r, 'p> {
     returns: ReturnCheck<'r>,
     /// The behavioural anti-patterns of every plausible patch checked so far (empty: none).
     behaviour: HashMap<CandidateId, Vec<AntiPattern>>,
+    /// Plausible patches whose change contains a flagged one's, as of the last choice.
+    inherited: HashSet<CandidateId>,
 }
 
 /// What a [`SearchRun`] leaves for the outcome.
@@ -944,6 +951,7 @@ impl<'r, 'p> SearchRun<'r, 'p> {
             fallback: None,
             returns: ReturnCheck::new(pytest, project.root(), per_test),
             behaviour: HashMap::new(),
+            inherited: HashSet::new(),
         }
     }
 
@@ -1185,8 +1193,15 @@ impl<'r, 'p> SearchRun<'r, 'p> {
                 if let Some(ranking) = &mut self.ranking {
                     ranking.superseded.clone_from(&superseded);
                 }
+                let mut patterns: HashMap<CandidateId, Vec<AntiPattern>> =
+                    plausible.iter().map(|c| (c.id, self.own_anti_patterns(c))).collect();
+                overfit::inherit(self.project, &plausible, &mut patterns);
                 let flagged: HashSet<CandidateId> =
-                    plausible.iter().filter(|c| !self.anti_patterns(c).is_empty()).map(|c| c.id).collect();
+                    patterns.iter().filter(|(_, p)| !p.is_empty()).map(|(id, _)| *id).collect();
+                self.inherited = (patterns.iter())
+                    .filter(|(_, p)| p.contains(&AntiPattern::ContainsFlagged))
+                    .map(|(id, _)| *id)
+                    .collect();
                 let key = |c: &Candidate| match &self.ranking {
                     Some(ranking) => rank::combined(c.score, ranking.scores.get(&c.id)),
                     None => c.score,
@@ -1256,9 +1271,19 @@ impl<'r, 'p> SearchRun<'r, 'p> {
 }
 
 impl SearchRun<'_, '_> {
-    /// The anti-patterns of `candidate`: syntactic ([`overfit`]) and behavioural (checked
-    /// before its confirmation).
+    /// The anti-patterns of `candidate`: its own, and [`AntiPattern::ContainsFlagged`] when
+    /// the last choice found it contains a flagged plausible patch.
     fn anti_patterns(&self, candidate: &Candidate) -> Vec<AntiPattern> {
+        let mut patterns = self.own_anti_patterns(candidate);
+        if self.inherited.contains(&candidate.id) {
+            patterns.push(AntiPattern::ContainsFlagged);
+        }
+        patterns
+    }
+
+    /// The anti-patterns of `candidate`'s own change: syntactic ([`overfit`]), behavioural
+    /// (checked before its confirmation) and the language model's `unnatural`.
+    fn own_anti_patterns(&self, candidate: &Candidate) -> Vec<AntiPattern> {
         let mut patterns = overfit::of_candidate(self.project, candidate);
         patterns.extend(self.behaviour.get(&candidate.id).into_iter().flatten());
         let scores = self.ranking.as_ref().map(|r| &r.scores);

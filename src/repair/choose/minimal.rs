@@ -114,6 +114,15 @@ pub fn superseded(project: &Project, plausible: &[&Candidate]) -> HashSet<Candid
     out
 }
 
+/// Whether `bigger`'s change contains `smaller`'s (both plausible patches of one file).
+#[must_use]
+pub fn contains(project: &Project, bigger: &Candidate, smaller: &Candidate) -> bool {
+    let file = &bigger.patch.file;
+    bigger.id != smaller.id
+        && &smaller.patch.file == file
+        && project.file(file).is_some_and(|f| between(f.parsed.text(), &smaller.patched_text, &bigger.patched_text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +191,12 @@ mod tests {
         let got = superseded(&project, &[&more, &small, &other]);
         assert_eq!(got, HashSet::from([CandidateId(1)]));
         assert!(superseded(&project, &[&more, &other]).is_empty());
+        // A bigger change inherits the smaller one's anti-pattern; others keep theirs.
+        use crate::repair::choose::overfit::{inherit, AntiPattern};
+        let mut patterns = std::collections::HashMap::from([(CandidateId(0), vec![AntiPattern::Unnatural])]);
+        inherit(&project, &[&more, &small, &other], &mut patterns);
+        assert_eq!(patterns.get(&CandidateId(1)), Some(&vec![AntiPattern::ContainsFlagged]));
+        assert_eq!(patterns.get(&CandidateId(0)), Some(&vec![AntiPattern::Unnatural]));
+        assert!(patterns.get(&CandidateId(2)).is_none_or(Vec::is_empty));
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::project::Project;
 use crate::python::{functions, FunctionDef, Parsed};
-use crate::repair::candidate::Candidate;
+use crate::repair::candidate::{Candidate, CandidateId};
 use std::collections::HashMap;
 use tree_sitter::Node;
 
@@ -62,6 +62,10 @@ pub enum AntiPattern {
     /// Judged by the language model, not by syntax (`repair::choose::rank`): the patched function
     /// reads far less natural than the buggy one ([`crate::repair::choose::rank::UNNATURAL_GAIN`]).
     Unnatural,
+    /// The patch contains a smaller plausible patch that shows one of the above
+    /// ([`crate::repair::choose::minimal::contains`]): what it adds to that change does not
+    /// clear it (`86400` → `86399` with a `<` → `<=` beside it).
+    ContainsFlagged,
 }
 
 impl AntiPattern {
@@ -85,6 +89,20 @@ impl AntiPattern {
             AntiPattern::ChangedResults => "changed-results",
             AntiPattern::SkippedCode => "skipped-code",
             AntiPattern::Unnatural => "unnatural",
+            AntiPattern::ContainsFlagged => "contains-flagged",
+        }
+    }
+}
+
+/// Mark with [`AntiPattern::ContainsFlagged`] every one of `plausible` without an
+/// anti-pattern in `patterns` whose change contains a smaller one's that has one.
+pub fn inherit(project: &Project, plausible: &[&Candidate], patterns: &mut HashMap<CandidateId, Vec<AntiPattern>>) {
+    let flagged: Vec<&Candidate> =
+        plausible.iter().copied().filter(|c| patterns.get(&c.id).is_some_and(|p| !p.is_empty())).collect();
+    for c in plausible {
+        let clean = patterns.get(&c.id).is_none_or(Vec::is_empty);
+        if clean && flagged.iter().any(|f| crate::repair::choose::minimal::contains(project, c, f)) {
+            patterns.entry(c.id).or_default().push(AntiPattern::ContainsFlagged);
         }
     }
 }
