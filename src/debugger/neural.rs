@@ -182,26 +182,24 @@ pub fn frame_text(decoded: &str) -> String {
     format!("{FRAME_SEP}{}", &body[..end])
 }
 
+/// A trained next-state model of either family as the debugger drives it: predictions,
+/// sampling instead of greedy decoding, and the text it is given for a prompt.
+pub trait NextStateModel: NextStatePredictor + std::fmt::Debug {
+    /// Sample at `temperature` (top-p 0.95), a new seed per prediction from `seed` on,
+    /// instead of decoding greedily: pass@k draws k predictions per task.
+    fn with_sampling(&mut self, temperature: f64, seed: u64);
+
+    /// The model's input for a prompt, fitted to the model's prompt length.
+    fn model_input(&self, prompt: &Prompt<'_>) -> String;
+}
+
 /// A trained [`Task::NextState`] model behind the [`NextStatePredictor`] interface: a T5
-/// directory (the prompt fitted to the encoder, [`fit_prompt`], the next frame decoded) or a
-/// LoRA adapter on SmolLM2 ([`LmNextState`]). Decoding is greedy, so predictions are
-/// deterministic, unless [`NeuralPredictor::with_sampling`] asks for samples.
+/// directory ([`T5NextState`]) or a LoRA adapter on SmolLM2 ([`LmNextState`]), whichever
+/// [`NeuralPredictor::load`] finds. Decoding is greedy, so predictions are deterministic,
+/// unless [`NeuralPredictor::with_sampling`] asks for samples.
+#[derive(Debug)]
 pub struct NeuralPredictor {
-    inner: Inner,
-}
-
-enum Inner {
-    T5 { sampler: Box<Sampler>, options: SampleOptions },
-    Lm(Box<LmNextState>),
-}
-
-impl std::fmt::Debug for NeuralPredictor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.inner {
-            Inner::T5 { sampler, .. } => write!(f, "NeuralPredictor({sampler:?})"),
-            Inner::Lm(lm) => write!(f, "NeuralPredictor({lm:?})"),
-        }
-    }
+    model: Box<dyn NextStateModel>,
 }
 
 impl NeuralPredictor {
@@ -211,9 +209,54 @@ impl NeuralPredictor {
     /// # Errors
     /// When `path` is not a model directory or holds another task's model.
     pub fn load(path: &Path, cpu: bool) -> Result<NeuralPredictor, NeuralError> {
-        if crate::model::lora::AdapterDir::is_adapter(path) {
-            return Ok(NeuralPredictor { inner: Inner::Lm(Box::new(LmNextState::load(path)?)) });
-        }
+        let model: Box<dyn NextStateModel> = if crate::model::lora::AdapterDir::is_adapter(path) {
+            Box::new(LmNextState::load(path)?)
+        } else {
+            Box::new(T5NextState::load(path, cpu)?)
+        };
+        Ok(NeuralPredictor { model })
+    }
+
+    /// Wrap a loaded T5 model; `path` is only used in messages.
+    ///
+    /// # Errors
+    /// When the model is not a next-state model or its tokenizer splits a grammar token.
+    pub fn new(sampler: Sampler, path: &Path) -> Result<NeuralPredictor, NeuralError> {
+        Ok(NeuralPredictor { model: Box::new(T5NextState::new(sampler, path)?) })
+    }
+
+    /// See [`NextStateModel::with_sampling`].
+    pub fn with_sampling(&mut self, temperature: f64, seed: u64) {
+        self.model.with_sampling(temperature, seed);
+    }
+
+    /// See [`NextStateModel::model_input`].
+    #[must_use]
+    pub fn model_input(&self, prompt: &Prompt<'_>) -> String {
+        self.model.model_input(prompt)
+    }
+}
+
+impl NextStatePredictor for NeuralPredictor {
+    fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
+        self.model.predict(prompt)
+    }
+}
+
+/// A T5 next-state model: the prompt fitted to the encoder ([`fit_prompt`]), the next frame
+/// decoded.
+#[derive(Debug)]
+pub struct T5NextState {
+    sampler: Box<Sampler>,
+    options: SampleOptions,
+}
+
+impl T5NextState {
+    /// Load the model directory `path` (on the CPU when `cpu` is set or CUDA is not built in).
+    ///
+    /// # Errors
+    /// When `path` is not a model directory or holds another task's model.
+    pub fn load(path: &Path, cpu: bool) -> Result<T5NextState, NeuralError> {
         let dir = ModelDir::new(path);
         let config = dir.config()?;
         if config.task != Task::NextState {
@@ -223,55 +266,38 @@ impl NeuralPredictor {
         Self::new(Sampler::load(&dir, &device)?, path)
     }
 
-    /// Wrap a loaded T5 model; `path` is only used in messages.
+    /// Wrap a loaded model; `path` is only used in messages.
     ///
     /// # Errors
     /// When the model is not a next-state model or its tokenizer splits a grammar token.
-    pub fn new(sampler: Sampler, path: &Path) -> Result<NeuralPredictor, NeuralError> {
+    pub fn new(sampler: Sampler, path: &Path) -> Result<T5NextState, NeuralError> {
         let config = sampler.config();
         if config.task != Task::NextState {
             return Err(NeuralError::WrongTask { path: path.display().to_string(), task: config.task.name() });
         }
         check_tokenizer(sampler.tokenizer())?;
         let options = SampleOptions { n: 1, temperature: 0.0, top_p: 1.0, max_len: config.max_target_len, seed: 0 };
-        Ok(NeuralPredictor { inner: Inner::T5 { sampler: Box::new(sampler), options } })
-    }
-
-    /// Sample at `temperature` (top-p 0.95), a new seed per prediction from `seed` on, instead
-    /// of decoding greedily: pass@k draws k predictions per task.
-    pub fn with_sampling(&mut self, temperature: f64, seed: u64) {
-        match &mut self.inner {
-            Inner::T5 { options, .. } => (options.temperature, options.top_p, options.seed) = (temperature, 0.95, seed),
-            Inner::Lm(lm) => lm.with_sampling(temperature, seed),
-        }
-    }
-
-    /// The model's input for a prompt: its text fitted to the model's prompt length (as LM
-    /// text for an adapter).
-    #[must_use]
-    pub fn model_input(&self, prompt: &Prompt<'_>) -> String {
-        match &self.inner {
-            Inner::T5 { sampler, .. } => t5_input(sampler, prompt),
-            Inner::Lm(lm) => lm.model_input(prompt),
-        }
+        Ok(T5NextState { sampler: Box::new(sampler), options })
     }
 }
 
-fn t5_input(sampler: &Sampler, prompt: &Prompt<'_>) -> String {
-    let tokenizer = sampler.tokenizer();
-    fit_prompt(&prompt.text(), source_budget(sampler.config().max_source_len), &|s| tokenizer.count(s))
+impl NextStateModel for T5NextState {
+    fn with_sampling(&mut self, temperature: f64, seed: u64) {
+        (self.options.temperature, self.options.top_p, self.options.seed) = (temperature, 0.95, seed);
+    }
+
+    fn model_input(&self, prompt: &Prompt<'_>) -> String {
+        let tokenizer = self.sampler.tokenizer();
+        fit_prompt(&prompt.text(), source_budget(self.sampler.config().max_source_len), &|s| tokenizer.count(s))
+    }
 }
 
-impl NextStatePredictor for NeuralPredictor {
+impl NextStatePredictor for T5NextState {
     fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
-        let (sampler, options) = match &mut self.inner {
-            Inner::T5 { sampler, options } => (sampler, options),
-            Inner::Lm(lm) => return lm.predict(prompt),
-        };
-        let run =
-            sampler.sample(&t5_input(sampler, prompt), options).map_err(|e| PredictError::Model(e.to_string()))?;
-        if options.temperature > 0.0 {
-            options.seed = options.seed.wrapping_add(1);
+        let input = self.model_input(prompt);
+        let run = self.sampler.sample(&input, &self.options).map_err(|e| PredictError::Model(e.to_string()))?;
+        if self.options.temperature > 0.0 {
+            self.options.seed = self.options.seed.wrapping_add(1);
         }
         Ok(frame_text(run.samples.first().map_or("", |s| s.text.as_str())))
     }

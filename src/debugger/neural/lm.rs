@@ -194,16 +194,15 @@ impl LmNextState {
         let max_len = model.config().max_completion_tokens.max(MAX_FRAME_TOKENS);
         Ok(LmNextState { model, options: SampleOptions { n: 1, temperature: 0.0, top_p: 1.0, max_len, seed: 0 } })
     }
+}
 
-    /// Sample at `temperature` (top-p 0.95) from `seed` on, one seed per prediction, instead
-    /// of decoding greedily (pass@k draws several predictions per task).
-    pub fn with_sampling(&mut self, temperature: f64, seed: u64) {
+impl super::NextStateModel for LmNextState {
+    fn with_sampling(&mut self, temperature: f64, seed: u64) {
         (self.options.temperature, self.options.top_p, self.options.seed) = (temperature, 0.95, seed);
     }
 
-    /// The model's input for a prompt: fitted to the adapter's prompt length, as LM text.
-    #[must_use]
-    pub fn model_input(&self, prompt: &Prompt<'_>) -> String {
+    /// As LM text, fitted to the adapter's prompt length.
+    fn model_input(&self, prompt: &Prompt<'_>) -> String {
         let count = |s: &str| self.model.count_tokens(&lm_text(s));
         // One token is left for the line break that starts the predicted frame.
         let budget = self.model.config().max_prompt_tokens.saturating_sub(1);
@@ -213,7 +212,7 @@ impl LmNextState {
 
 impl NextStatePredictor for LmNextState {
     fn predict(&mut self, prompt: &Prompt<'_>) -> Result<String, PredictError> {
-        let input = self.model_input(prompt);
+        let input = super::NextStateModel::model_input(self, prompt);
         let lines = self.model.complete_lines(&input, &self.options).map_err(|e| PredictError::Model(e.to_string()))?;
         if self.options.temperature > 0.0 {
             self.options.seed = self.options.seed.wrapping_add(1);
