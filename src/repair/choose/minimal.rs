@@ -100,18 +100,7 @@ pub fn between(original: &str, a: &str, b: &str) -> bool {
 /// `round(x * 100.0, 2)` where `round(x * 100, 1)` passes as well).
 #[must_use]
 pub fn superseded(project: &Project, plausible: &[&Candidate]) -> HashSet<CandidateId> {
-    let mut out = HashSet::new();
-    for b in plausible {
-        let file = &b.patch.file;
-        let Some(original) = project.file(file).map(|f| f.parsed.text()) else { continue };
-        let smaller = plausible
-            .iter()
-            .any(|a| a.id != b.id && &a.patch.file == file && between(original, &a.patched_text, &b.patched_text));
-        if smaller {
-            out.insert(b.id);
-        }
-    }
-    out
+    (plausible.iter()).filter(|b| plausible.iter().any(|a| contains(project, b, a))).map(|b| b.id).collect()
 }
 
 /// Whether `bigger`'s change contains `smaller`'s (both plausible patches of one file).
